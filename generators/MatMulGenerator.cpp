@@ -1,0 +1,155 @@
+// fp32 matrix multiplication on the GPU, tiled for shared memory and registers, with the
+// shared tiles of A and B pipelined across the reduction by ALCOP.
+//
+//   gemm: out(n, m)    = sum_k A(k, m)    * B(n, k)       (row-major M x K, K x N, M x N)
+//   bmm:  out(n, m, b) = sum_k A(k, m, b) * B(n, k, b)    (a batch of those)
+//
+// A block computes a block_m x block_n tile of out with (block_m / thread_m) x
+// (block_n / thread_n) threads, each a thread_m x thread_n register tile. The reduction
+// runs in chunks of tile_k: chunk ko stages a tile_k x block_m tile of A and a tile_k x
+// block_n tile of B in shared memory. M, N and K are runtime sizes: tiles past the edges
+// read zeros (the reduction is split exactly, so every chunk's tile has one size and place,
+// which is what pipelining needs) and the output is guarded.
+
+#include "Halide.h"
+
+#include "Directive.h"
+#include "Error.h"
+
+namespace {
+
+using namespace Halide;
+
+template<bool Batched>
+class MatMul : public Generator<MatMul<Batched>> {
+public:
+    template<typename T>
+    using GeneratorParam = typename Generator<MatMul<Batched>>::template GeneratorParam<T>;
+    template<typename T>
+    using Input = typename Generator<MatMul<Batched>>::template Input<T>;
+    template<typename T>
+    using Output = typename Generator<MatMul<Batched>>::template Output<T>;
+
+    GeneratorParam<int> block_m{"block_m", 64, 1, 1024};
+    GeneratorParam<int> block_n{"block_n", 64, 1, 1024};
+    GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};
+    GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};
+    GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};
+    GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
+    GeneratorParam<int> stages{"stages", 1, 1, 16};
+    // Test-only: a deliberately broken pipeline, to prove that the numerical tests bite.
+    GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
+                                       {{"none", alcop::Fault::None},
+                                        {"drop_barrier", alcop::Fault::DropBarrier},
+                                        {"slot_off_by_one", alcop::Fault::SlotOffByOne}}};
+
+    Input<Buffer<float>> A{"A", Batched ? 3 : 2};
+    Input<Buffer<float>> B{"B", Batched ? 3 : 2};
+    Output<Buffer<float>> out{"out", Batched ? 3 : 2};
+
+    void generate() {
+        const int kt = tile_k, bm = block_m, bn = block_n, tm = thread_m, tn = thread_n, vw = vector_width;
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        user_assert(this->get_target().has_gpu_feature())
+            << "The " << (Batched ? "bmm" : "gemm") << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
+        user_assert(bm % tm == 0 && bn % tn == 0)
+            << "thread_m and thread_n must divide block_m and block_n.\n";
+        user_assert(kt % vw == 0 && bn % vw == 0)
+            << "vector_width must divide tile_k and block_n.\n";
+
+        std::vector<Var> batch;
+        if (Batched) batch.push_back(b);
+
+        // The staged tiles: copies of A and B that read zeros outside the matrices.
+        std::vector<Expr> a_args{clamp(k, 0, K - 1), clamp(m, 0, M - 1)};
+        std::vector<Expr> b_args{clamp(n, 0, N - 1), clamp(k, 0, K - 1)};
+        std::vector<Var> a_vars{k, m}, b_vars{n, k}, out_vars{x, y};
+        for (Var v : batch) {
+            a_args.push_back(v);
+            b_args.push_back(v);
+            a_vars.push_back(v);
+            b_vars.push_back(v);
+            out_vars.push_back(v);
+        }
+        A_shared(a_vars) = select(k < K && m < M, A(a_args), 0.0f);
+        B_shared(b_vars) = select(k < K && n < N, B(b_args), 0.0f);
+
+        r = RDom(0, kt, 0, (K + kt - 1) / kt, "r");
+        Expr rk = r.y * kt + r.x;
+        std::vector<Expr> a_use{rk, y}, b_use{x, rk};
+        for (Var v : batch) {
+            a_use.push_back(v);
+            b_use.push_back(v);
+        }
+        prod(out_vars) = 0.0f;
+        prod(out_vars) += A_shared(a_use) * B_shared(b_use);
+        out(out_vars) = prod(out_vars);
+    }
+
+    void schedule() {
+        const int tm = thread_m, tn = thread_n, bm = block_m, bn = block_n;
+        const int threads_x = bn / tn, threads = threads_x * (bm / tm);
+        RVar ki = r.x, ko = r.y;
+        Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
+
+        out.tile(x, y, xo, yo, xi, yi, bn, bm, TailStrategy::GuardWithIf)
+            .tile(xi, yi, tx, ty, xr, yr, tn, tm, TailStrategy::GuardWithIf)
+            .reorder(xr, yr, tx, ty, xo, yo)
+            .gpu_threads(tx, ty)
+            .unroll(xr)
+            .unroll(yr);
+        if (Batched) {
+            out.gpu_blocks(xo, yo, b);
+        } else {
+            out.gpu_blocks(xo, yo);
+        }
+
+        // The accumulators live in registers, one thread_m x thread_n tile per thread.
+        prod.compute_at(out, xo)
+            .store_in(MemoryType::Register)
+            .bound_extent(x, bn)
+            .bound_extent(y, bm)
+            .tile(x, y, tx, ty, xr, yr, tn, tm)
+            .reorder(xr, yr, tx, ty)
+            .gpu_threads(tx, ty)
+            .unroll(xr)
+            .unroll(yr);
+        prod.update()
+            .tile(x, y, tx, ty, xr, yr, tn, tm)
+            .reorder(xr, yr, ki, tx, ty, ko)
+            .gpu_threads(tx, ty)
+            .unroll(xr)
+            .unroll(yr)
+            .unroll(ki);
+
+        // Each chunk's tiles are copied by all threads, `vector_width` contiguous floats each.
+        for (Func f : {A_shared, B_shared}) {
+            Var inner = f.args()[0], outer = f.args()[1];
+            Var io("io"), ii("ii"), t("t"), to("to"), ti("ti"), fx("fx"), fy("fy");
+            f.compute_at(prod, ko)
+                .store_in(MemoryType::GPUShared)
+                .split(inner, io, ii, vector_width)
+                .vectorize(ii)
+                .fuse(io, outer, t)
+                .split(t, to, ti, threads, TailStrategy::GuardWithIf)
+                .split(ti, fy, fx, threads_x)
+                .reorder(fx, fy, to)
+                .gpu_threads(fx, fy)
+                .unroll(to);
+            alcop::pipeline(f, stages);
+        }
+        alcop::Options options;
+        options.fault = fault;
+        alcop::enable(this->get_pipeline(), options);
+    }
+
+private:
+    Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"};
+    Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(MatMul<false>, gemm)
+HALIDE_REGISTER_GENERATOR(MatMul<true>, bmm)

@@ -1,0 +1,50 @@
+#include "analysis/KernelContext.h"
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+Expr KernelContext::inline_lets(Expr e) const {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+        if (expr_uses_var(e, it->first)) {
+            e = substitute(it->first, it->second, e);
+        }
+    }
+    return simplify(e);
+}
+
+void KernelContext::assume(const Expr &condition) {
+    // Each variable's range is solved from the condition with the other variables free in
+    // their current ranges; a second round lets the narrowed ranges feed each other.
+    const Expr c = inline_lets(condition);
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < loops.size(); i++) {
+            if (!expr_uses_var(c, loops[i].first)) continue;
+            Interval solved = solve_for_outer_interval(c, loops[i].first);
+            Scope<Interval> others;
+            for (size_t j = 0; j < loops.size(); j++) {
+                if (j != i) others.push(loops[j].first, loops[j].second);
+            }
+            Interval box = Interval::everything();
+            if (solved.has_lower_bound()) box.min = simplify(bounds_of_expr_in_scope(solved.min, others).min);
+            if (solved.has_upper_bound()) box.max = simplify(bounds_of_expr_in_scope(solved.max, others).max);
+            Interval narrowed = Interval::make_intersection(loops[i].second, box);
+            loops[i].second = Interval(simplify(narrowed.min), simplify(narrowed.max));
+        }
+    }
+}
+
+void KernelContext::push_loop(const For *op) {
+    loops.emplace_back(op->name, Interval(inline_lets(op->min), inline_lets(op->min + op->extent - 1)));
+}
+
+Interval KernelContext::bounds(const Expr &e) const {
+    Scope<Interval> scope;
+    for (const auto &l : loops) {
+        scope.push(l.first, l.second);
+    }
+    return bounds_of_expr_in_scope(inline_lets(e), scope);
+}
+
+}  // namespace alcop

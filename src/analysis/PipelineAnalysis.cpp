@@ -1,0 +1,508 @@
+#include "analysis/PipelineAnalysis.h"
+#include "Error.h"
+#include "analysis/KernelContext.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+bool is_barrier(const Stmt &s) {
+    const Evaluate *e = s.as<Evaluate>();
+    const Call *c = e ? e->value.as<Call>() : nullptr;
+    return c && c->is_intrinsic(Call::gpu_thread_barrier);
+}
+
+namespace {
+
+/** Closed byte range [lo, hi] of a Load or Store of elements of type t at `index`. */
+struct ByteRange {
+    int64_t lo = 0, hi = -1;
+    bool known = false;
+
+    bool overlaps(int64_t begin, int64_t end) const {
+        return lo < end && hi >= begin;
+    }
+    bool inside(int64_t begin, int64_t end) const {
+        return lo >= begin && hi < end;
+    }
+};
+
+ByteRange byte_range(const Expr &index, const Type &t, const KernelContext &ctx) {
+    Interval i = ctx.bounds(index);
+    ByteRange r;
+    if (!i.is_bounded()) {
+        return r;
+    }
+    const Expr min = simplify(i.min), max = simplify(i.max);
+    const int64_t *lo = as_const_int(min);
+    const int64_t *hi = as_const_int(max);
+    if (!lo || !hi) {
+        return r;
+    }
+    const int bytes = t.element_of().bytes();
+    r.lo = *lo * bytes;
+    r.hi = (*hi + 1) * bytes - 1;
+    r.known = true;
+    return r;
+}
+
+bool contains_produce_of(const Stmt &s, const std::set<std::string> &funcs) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const ProducerConsumer *op) override {
+            found = found || (op->is_producer && funcs.count(op->name));
+            IRVisitor::visit(op);
+        }
+
+    public:
+        const std::set<std::string> &funcs;
+        bool found = false;
+        Finder(const std::set<std::string> &funcs)
+            : funcs(funcs) {
+        }
+    } finder(funcs);
+    s.accept(&finder);
+    return finder.found;
+}
+
+/** Where each requested Func is produced and consumed, and the context at each serial loop. */
+class FindStreamingLoops : public IRVisitor {
+    using IRVisitor::visit;
+
+    const std::map<std::string, PipelineRequest> &requests;
+    int kernel_depth = 0;
+    const Allocate *shared = nullptr;
+    std::vector<const For *> serial;
+    KernelContext ctx;
+
+    void visit(const For *op) override {
+        if (op->for_type == ForType::GPUBlock) {
+            kernel_depth++;
+            IRVisitor::visit(op);
+            kernel_depth--;
+            return;
+        }
+        if (kernel_depth == 0) {
+            IRVisitor::visit(op);
+            return;
+        }
+        if (op->for_type == ForType::Serial) {
+            loop_order.push_back(op);
+            entry[op] = ctx;
+            entry_allocation[op] = shared;
+            serial.push_back(op);
+        }
+        ctx.push_loop(op);
+        IRVisitor::visit(op);
+        ctx.loops.pop_back();
+        if (op->for_type == ForType::Serial) {
+            serial.pop_back();
+        }
+    }
+
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
+        op->body.accept(this);
+        if (kernel_depth) ctx.lets.pop_back();
+    }
+
+    void visit(const Allocate *op) override {
+        const Allocate *old = shared;
+        if (kernel_depth && op->memory_type == MemoryType::GPUShared) {
+            shared = op;
+        }
+        IRVisitor::visit(op);
+        shared = old;
+    }
+
+    void visit(const ProducerConsumer *op) override {
+        auto it = requests.find(op->name);
+        if (it != requests.end()) {
+            const std::string &f = op->name;
+            if (op->is_producer) {
+                user_assert(kernel_depth > 0)
+                    << "alcop::pipeline(" << f << "): " << f << " is not computed inside a GPU kernel. "
+                    << "Pipelining needs " << f << " computed inside a serial loop under gpu_blocks.\n";
+                user_assert(!serial.empty())
+                    << "alcop::pipeline(" << f << "): " << f << " is computed at the GPU block level, "
+                    << "not inside a serial loop. compute_at() it inside the serial (reduction) loop "
+                    << "whose iterations it should be prefetched across.\n";
+                produced_in[f].push_back(serial.back());
+            } else {
+                consumed_in[f].push_back(serial);
+            }
+        }
+        IRVisitor::visit(op);
+    }
+
+public:
+    FindStreamingLoops(const std::map<std::string, PipelineRequest> &requests)
+        : requests(requests) {
+    }
+
+    std::vector<const For *> loop_order;  ///< serial loops of kernels, in program order
+    std::map<const For *, KernelContext> entry;
+    std::map<const For *, const Allocate *> entry_allocation;
+    std::map<std::string, std::vector<const For *>> produced_in;
+    std::map<std::string, std::vector<std::vector<const For *>>> consumed_in;
+};
+
+/** One Load or Store of the shared allocation inside the streaming loop. */
+struct Access {
+    const IRNode *node;
+    bool is_store;
+    ByteRange range;
+    std::string producing;  ///< innermost produce marker around it ("" when none)
+};
+
+/** Collects, for one statement of the streaming loop's body, its accesses to the shared
+ * allocation and the names of every other buffer it loads and stores. */
+class CollectAccesses : public IRVisitor {
+    using IRVisitor::visit;
+
+    const std::string &allocation;
+    KernelContext ctx;
+    std::vector<std::string> producing;
+
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        ctx.lets.emplace_back(op->name, op->value);
+        op->body.accept(this);
+        ctx.lets.pop_back();
+    }
+
+    void visit(const Let *op) override {
+        op->value.accept(this);
+        ctx.lets.emplace_back(op->name, op->value);
+        op->body.accept(this);
+        ctx.lets.pop_back();
+    }
+
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        ctx.push_loop(op);
+        op->body.accept(this);
+        ctx.loops.pop_back();
+    }
+
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        const KernelContext outer = ctx;
+        ctx.assume(op->condition);
+        op->then_case.accept(this);
+        ctx = outer;
+        if (op->else_case.defined()) {
+            ctx.assume(!op->condition);
+            op->else_case.accept(this);
+            ctx = outer;
+        }
+    }
+
+    void visit(const ProducerConsumer *op) override {
+        if (op->is_producer) producing.push_back(op->name);
+        IRVisitor::visit(op);
+        if (op->is_producer) producing.pop_back();
+    }
+
+    void record(const IRNode *node, bool is_store, const std::string &name, const Expr &index, Type t) {
+        if (name == allocation) {
+            accesses.push_back({node, is_store, byte_range(index, t, ctx),
+                                producing.empty() ? std::string() : producing.back()});
+        } else {
+            (is_store ? stored : loaded).insert(name);
+        }
+    }
+
+    void visit(const Load *op) override {
+        record(op, false, op->name, op->index, op->type);
+        IRVisitor::visit(op);
+    }
+
+    void visit(const Store *op) override {
+        record(op, true, op->name, op->index, op->value.type());
+        IRVisitor::visit(op);
+    }
+
+public:
+    CollectAccesses(const std::string &allocation, const KernelContext &ctx)
+        : allocation(allocation), ctx(ctx) {
+    }
+
+    std::vector<Access> accesses;
+    std::set<std::string> loaded, stored;
+};
+
+/** Cuts a loop body into statements; see LoopBody. */
+void flatten(const Stmt &s, const std::set<std::string> &pipelined, std::vector<Stmt> &out) {
+    if (const Block *b = s.as<Block>()) {
+        flatten(b->first, pipelined, out);
+        flatten(b->rest, pipelined, out);
+        return;
+    }
+    if (!contains_produce_of(s, pipelined)) {
+        out.push_back(s);
+        return;
+    }
+    std::vector<Stmt> pieces;
+    if (const LetStmt *l = s.as<LetStmt>()) {
+        flatten(l->body, pipelined, pieces);
+        for (const Stmt &p : pieces) {
+            out.push_back(stmt_uses_var(p, l->name) ? LetStmt::make(l->name, l->value, p) : p);
+        }
+    } else if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
+        flatten(pc->body, pipelined, pieces);
+        for (const Stmt &p : pieces) {
+            out.push_back(ProducerConsumer::make_consume(pc->name, p));
+        }
+    } else {
+        out.push_back(s);
+    }
+}
+
+/** Does any Load or Store of `alloc` in its scope belong to no pipelined buffer? */
+bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, std::string> &owner) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Load *op) override {
+            found = found || (op->name == name && !owner.count(op));
+            IRVisitor::visit(op);
+        }
+        void visit(const Store *op) override {
+            found = found || (op->name == name && !owner.count(op));
+            IRVisitor::visit(op);
+        }
+
+    public:
+        const std::string &name;
+        const std::map<const IRNode *, std::string> &owner;
+        bool found = false;
+        Finder(const std::string &name, const std::map<const IRNode *, std::string> &owner)
+            : name(name), owner(owner) {
+        }
+    } finder(alloc->name, owner);
+    alloc->body.accept(&finder);
+    return finder.found;
+}
+
+std::string describe_loop(const For *loop) {
+    return "the serial loop " + loop->name;
+}
+
+/** Analyzes one streaming loop; raises the user errors of the header comment. */
+PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelContext &entry,
+                          const std::map<std::string, PipelineRequest> &requests,
+                          const std::vector<std::string> &funcs,
+                          std::map<const IRNode *, std::string> &owner,
+                          bool &has_other_buffers) {
+    PipelineLoop result;
+    result.loop = loop;
+    const std::set<std::string> pipelined(funcs.begin(), funcs.end());
+
+    flatten(loop->body, pipelined, result.body.stmts);
+    std::vector<CollectAccesses> collected;
+    for (const Stmt &s : result.body.stmts) {
+        collected.emplace_back(alloc->name, entry);
+        s.accept(&collected.back());
+    }
+
+    // Roles, and each pipelined Func's tile from the stores of its producer.
+    std::map<std::string, StagedBuffer> buffers;
+    std::set<std::string> stored_in_loop;
+    for (size_t i = 0; i < result.body.stmts.size(); i++) {
+        const Stmt &s = result.body.stmts[i];
+        const CollectAccesses &c = collected[i];
+        stored_in_loop.insert(c.stored.begin(), c.stored.end());
+        std::string produced;
+        for (const Access &a : c.accesses) {
+            if (a.is_store && pipelined.count(a.producing)) {
+                user_assert(produced.empty() || produced == a.producing)
+                    << "alcop::pipeline(" << a.producing << "): " << a.producing << " and " << produced
+                    << " are produced by one statement of " << describe_loop(loop)
+                    << "; give each its own compute_at() so that each can be prefetched.\n";
+                produced = a.producing;
+            }
+        }
+        if (is_barrier(s)) {
+            result.body.roles.push_back(StmtRole::Barrier);
+        } else if (!produced.empty() || contains_produce_of(s, pipelined)) {
+            user_assert(!produced.empty())
+                << "alcop::pipeline: a pipelined Func produced in " << describe_loop(loop)
+                << " does not store into the kernel's GPU shared allocation. Level::Shared needs "
+                << "store_in(MemoryType::GPUShared).\n";
+            user_assert(!buffers.count(produced))
+                << "alcop::pipeline(" << produced << "): " << produced << " is produced more than once in "
+                << describe_loop(loop) << ".\n";
+            StagedBuffer b;
+            b.func = produced;
+            b.stages = requests.at(produced).stages;
+            b.begin = std::numeric_limits<int64_t>::max();
+            b.end = std::numeric_limits<int64_t>::min();
+            for (const Access &a : c.accesses) {
+                user_assert(a.producing == produced && a.is_store)
+                    << "alcop::pipeline(" << produced << "): the producer of " << produced
+                    << " reads GPU shared memory. A pipelined producer may only read global memory: "
+                    << "its copy of iteration k + stages - 1 runs before the consumers of iteration k.\n";
+                user_assert(a.range.known)
+                    << "alcop::pipeline(" << produced << "): the place of " << produced
+                    << "'s tile in shared memory changes with the iterations of " << describe_loop(loop)
+                    << " or has no constant bounds. Pipelining needs a tile of constant size and place; "
+                    << "split the reduction exactly (e.g. RDom(0, tile, 0, count)) instead of guarding a tail.\n";
+                debug(2) << "alcop: store of " << produced << " at bytes [" << a.range.lo << ", " << a.range.hi
+                         << "]: " << Stmt((const Store *)a.node) << "\n";
+                b.begin = std::min(b.begin, a.range.lo);
+                b.end = std::max(b.end, a.range.hi + 1);
+            }
+            user_assert(c.stored.empty())
+                << "alcop::pipeline(" << produced << "): the producer of " << produced << " also writes "
+                << *c.stored.begin() << "; a pipelined producer may only write its own shared tile.\n";
+            buffers[produced] = b;
+            result.body.roles.push_back(StmtRole::Producer);
+        } else {
+            result.body.roles.push_back(StmtRole::Compute);
+        }
+        result.body.produced.push_back(produced);
+    }
+
+    // Read-after-write: a producer runs stages - 1 iterations early, so it must not read
+    // anything the loop writes.
+    for (size_t i = 0; i < result.body.stmts.size(); i++) {
+        if (result.body.roles[i] != StmtRole::Producer) continue;
+        for (const std::string &name : collected[i].loaded) {
+            user_assert(!stored_in_loop.count(name))
+                << "alcop::pipeline(" << result.body.produced[i] << "): the producer of "
+                << result.body.produced[i] << " reads " << name << ", which " << describe_loop(loop)
+                << " writes. Prefetching it would read a value before it is written.\n";
+        }
+    }
+
+    for (const auto &a : buffers) {
+        for (const auto &b : buffers) {
+            user_assert(a.first == b.first || a.second.end <= b.second.begin || b.second.end <= a.second.begin)
+                << "alcop::pipeline(" << a.first << "): the shared tiles of " << a.first << " and " << b.first
+                << " cannot be told apart (their bounded ranges, bytes [" << a.second.begin << ", " << a.second.end
+                << ") and [" << b.second.begin << ", " << b.second.end << "), overlap). This happens when a "
+                << "tile's copy is guarded by a thread predicate that is not a whole number of rows of the "
+                << "thread block; make the copy's thread count divide the tile.\n";
+        }
+    }
+
+    // Owners of the consumers' accesses.
+    std::set<std::string> seen_produced;
+    for (size_t i = 0; i < result.body.stmts.size(); i++) {
+        if (result.body.roles[i] == StmtRole::Producer) {
+            seen_produced.insert(result.body.produced[i]);
+            for (const Access &a : collected[i].accesses) {
+                owner[a.node] = result.body.produced[i];
+            }
+            continue;
+        }
+        for (const Access &a : collected[i].accesses) {
+            std::string found;
+            for (const auto &b : buffers) {
+                const StagedBuffer &buf = b.second;
+                if (!a.range.known || a.range.overlaps(buf.begin, buf.end)) {
+                    user_assert(a.range.known && a.range.inside(buf.begin, buf.end))
+                        << "alcop::pipeline(" << buf.func << "): an access to shared memory in "
+                        << describe_loop(loop) << " " << (a.range.known ? "overlaps" : "cannot be bounded against")
+                        << " the tile of " << buf.func << " without lying inside it, so it cannot be "
+                        << "told apart from " << buf.func << ".\n";
+                    found = buf.func;
+                }
+            }
+            if (found.empty()) {
+                has_other_buffers = true;
+                continue;
+            }
+            user_assert(!a.is_store)
+                << "alcop::pipeline(" << found << "): " << found << " is written outside its producer "
+                << "in " << describe_loop(loop) << ".\n";
+            user_assert(seen_produced.count(found))
+                << "alcop::pipeline(" << found << "): " << found << " is read in " << describe_loop(loop)
+                << " before it is produced there.\n";
+            owner[a.node] = found;
+        }
+    }
+
+    for (const std::string &f : funcs) {
+        user_assert(buffers.count(f))
+            << "alcop::pipeline(" << f << "): " << f << " is not stored in the kernel's GPU shared memory. "
+            << "Level::Shared needs store_in(MemoryType::GPUShared).\n";
+        result.buffers.push_back(buffers.at(f));
+    }
+    return result;
+}
+
+}  // namespace
+
+PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &all_requests) {
+    std::map<std::string, PipelineRequest> requests;
+    for (const auto &r : all_requests) {
+        user_assert(r.second.level == Level::Shared)
+            << "alcop::pipeline(" << r.first << "): Level::" << to_string(r.second.level)
+            << " pipelining is not supported by this version; use Level::Shared.\n";
+        if (r.second.stages > 1) requests.insert(r);
+    }
+
+    PipelineAnalysis result;
+    if (requests.empty()) return result;
+
+    FindStreamingLoops finder(requests);
+    s.accept(&finder);
+
+    // Group the requested Funcs by streaming loop, and the loops by allocation.
+    std::map<const For *, std::vector<std::string>> funcs_of_loop;
+    for (const auto &r : requests) {
+        auto it = finder.produced_in.find(r.first);
+        user_assert(it != finder.produced_in.end())
+            << "alcop::pipeline(" << r.first << "): " << r.first << " is not produced in the lowered "
+            << "pipeline (is it inlined, or not part of this Pipeline?). Pipelining needs " << r.first
+            << " computed inside a serial loop under gpu_blocks.\n";
+        for (const For *loop : it->second) {
+            auto &funcs = funcs_of_loop[loop];
+            if (std::find(funcs.begin(), funcs.end(), r.first) == funcs.end()) {
+                funcs.push_back(r.first);
+            }
+        }
+        for (const auto &loops : finder.consumed_in[r.first]) {
+            bool inside = false;
+            for (const For *l : it->second) {
+                inside = inside || std::find(loops.begin(), loops.end(), l) != loops.end();
+            }
+            user_assert(inside)
+                << "alcop::pipeline(" << r.first << "): " << r.first << " is read after the loop that "
+                << "produces it; its slots rotate, so only that loop may read it (compute_at and store_at "
+                << "it inside the loop).\n";
+        }
+    }
+
+    for (const For *loop : finder.loop_order) {
+        auto l = funcs_of_loop.find(loop);
+        if (l == funcs_of_loop.end()) continue;
+        const Allocate *alloc = finder.entry_allocation.at(loop);
+        user_assert(alloc)
+            << "alcop::pipeline(" << l->second.front() << "): " << l->second.front() << " is not stored in "
+            << "GPU shared memory. Level::Shared needs store_in(MemoryType::GPUShared).\n";
+        auto k = std::find_if(result.kernels.begin(), result.kernels.end(),
+                              [&](const KernelPipelines &k) { return k.allocation == alloc; });
+        if (k == result.kernels.end()) {
+            result.kernels.emplace_back();
+            k = result.kernels.end() - 1;
+            k->allocation = alloc;
+        }
+        k->loops.push_back(analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second,
+                                        result.owner, k->has_other_buffers));
+    }
+    for (KernelPipelines &k : result.kernels) {
+        k.has_other_buffers = k.has_other_buffers || has_unowned_access(k.allocation, result.owner);
+    }
+    return result;
+}
+
+}  // namespace alcop

@@ -1,0 +1,75 @@
+#include "Directive.h"
+
+#include "rewrite/LowerPipelines.h"
+#include "Error.h"
+
+#include <sstream>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+// The tag is "alcop.pipeline <stages> <level>"; the last tag wins.
+const char *const tag_prefix = "alcop.pipeline ";
+
+std::optional<Level> parse_level(const std::string &s) {
+    if (s == "shared") return Level::Shared;
+    if (s == "register") return Level::Register;
+    return std::nullopt;
+}
+
+}  // namespace
+
+const char *to_string(Level level) {
+    switch (level) {
+    case Level::Shared:
+        return "shared";
+    case Level::Register:
+        return "register";
+    }
+    return "?";
+}
+
+Func pipeline(Func f, int stages, Level level) {
+    user_assert(stages >= 1)
+        << "alcop::pipeline(" << f.name() << ", " << stages << "): the number of stages must be at "
+        << "least 1 (1 means no pipelining).\n";
+    user_assert(f.defined())
+        << "alcop::pipeline(" << f.name() << "): the Func has no definition.\n";
+    std::ostringstream tag;
+    tag << tag_prefix << stages << " " << to_string(level);
+    f.add_trace_tag(tag.str());
+    return f;
+}
+
+std::optional<PipelineRequest> requested_pipeline(const Function &f) {
+    std::optional<PipelineRequest> result;
+    for (const std::string &tag : f.get_trace_tags()) {
+        if (tag.rfind(tag_prefix, 0) != 0) continue;
+        std::istringstream in(tag.substr(std::string(tag_prefix).size()));
+        PipelineRequest r;
+        std::string level;
+        in >> r.stages >> level;
+        std::optional<Level> l = parse_level(level);
+        internal_assert(in && l) << "Malformed ALCOP tag on " << f.name() << ": " << tag << "\n";
+        r.level = *l;
+        result = r;
+    }
+    return result;
+}
+
+void enable(Pipeline p, const Options &options) {
+    for (const CustomLoweringPass &pass : p.custom_lowering_passes()) {
+        if (dynamic_cast<LowerPipelines *>(pass.pass)) return;
+    }
+    std::vector<Function> outputs;
+    for (const Func &f : p.outputs()) {
+        outputs.push_back(f.function());
+    }
+    p.add_custom_lowering_pass(new LowerPipelines(outputs, options));
+}
+
+}  // namespace alcop

@@ -1,0 +1,74 @@
+#ifndef ALCOP_DIRECTIVE_H
+#define ALCOP_DIRECTIVE_H
+
+/** \file
+ * The public scheduling directive of Halide-ALCOP.
+ *
+ * `alcop::pipeline(f, stages, level)` asks that the Func `f`, staged in GPU shared
+ * memory (Level::Shared) or in registers (Level::Register) inside a serial loop under
+ * gpu_blocks/gpu_threads, be multi-buffered with `stages` slots so that the copy of
+ * iteration k + stages - 1 overlaps the compute of iteration k.
+ *
+ * The request is stored on the Func itself (as a trace tag, the one free-form field
+ * a Halide 14 Function carries), so it travels with the Func into JIT pipelines,
+ * Generators and autoscheduler plugins without any global state. `alcop::enable(p)`
+ * installs the lowering pass that honours the requests of every Func of `p`; it is the
+ * one line a pipeline needs.
+ */
+
+#include "Halide.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace alcop {
+
+/** Where a pipelined Func is staged. */
+enum class Level {
+    Shared,   ///< global -> GPU shared memory (block-wide slots, barriers)
+    Register  ///< shared -> registers (per-thread slots)
+};
+
+const char *to_string(Level level);
+
+/** What a user asked for one Func. */
+struct PipelineRequest {
+    int stages = 1;
+    Level level = Level::Shared;
+};
+
+/** Ask for `f` to be pipelined with `stages` slots at `level`. stages == 1 changes
+ * nothing; stages < 1 is a user error. A later call on the same Func replaces an
+ * earlier one. Returns f so that the call reads like a schedule line. */
+Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
+
+/** The request recorded on a Function, if any. */
+std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Function &f);
+
+/** Deliberate defects for tests only: each must make a numerical or structural test fail. */
+enum class Fault {
+    None,
+    DropBarrier,        ///< omit the per-iteration barrier of the steady state
+    SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages
+};
+
+/** Options of the lowering pass. */
+struct Options {
+    Fault fault = Fault::None;
+};
+
+/** Install the ALCOP lowering pass on `p` (idempotent). Call it once per Pipeline; in
+ * a Generator, call `alcop::enable(get_pipeline())` from schedule(). */
+void enable(Halide::Pipeline p, const Options &options = Options());
+
+/** Called by the lowering pass with the Stmt it received and the one it returns, for tools
+ * and tests that inspect what it did (process-wide, like Halide's CompilerLogger). An empty
+ * function removes it. */
+using LoweringObserver =
+    std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after)>;
+void set_lowering_observer(LoweringObserver observer);
+
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,607 @@
+#include "model/CostModel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <limits>
+
+namespace alcop {
+namespace model {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Constants of our kernels. docs/model.md gives the reasoning for each.
+
+// Every global->shared copy and every fragment read is a 4-wide (16-byte)
+// vector access.
+constexpr int kVectorWidth = 4;
+constexpr int kBytesPerElement = 4;  // FP32
+
+// Registers a thread needs besides accumulators, fragments and staging:
+// thread/block indices, the A, B and C base pointers and their strides, the
+// shared-memory base and ring-slot offsets, the k loop counter and bound,
+// predicates: 24-32 in the kernels we looked at; we take the middle.
+constexpr int kAddressAndLoopRegisters = 28;
+
+// Non-FMA, non-load instructions per warp per main-loop iteration: the k
+// loop's increment/compare/branch, address increments of the two global
+// pointers and the ring slots, the two barriers, cp.async commit and wait.
+constexpr int kLoopOverheadInstructions = 16;
+
+// Our main loop has two block-wide barriers per iteration (tile ready; slot
+// free). A barrier on an otherwise idle SM costs a few tens of cycles; it is a
+// latency, so it only adds to a block's own chain, not to SM throughput.
+constexpr int kBarriersPerIteration = 2;
+constexpr double kBarrierCycles = 20;
+
+// Shared memory serves one 128-byte wavefront (32 banks x 4 bytes) per cycle.
+constexpr double kSmemBytesPerCycle = 128;
+
+// Fractions of the peak bandwidths in GpuSpec that kernels sustain. For L2,
+// Jia et al. measured 2155 GB/s on V100 against a 3133 GB/s peak (0.69); for
+// DRAM, streaming kernels reach 80-90% of HBM/GDDR peak. Erring low is cheap
+// and erring high is not: an optimistic L2 bandwidth makes small,
+// bandwidth-hungry tiles look free (docs/model.md, "Sensitivity").
+constexpr double kSustainedL2Fraction = 0.7;
+constexpr double kSustainedDramFraction = 0.85;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+int64_t round_up(int64_t a, int64_t unit) {
+    return ceil_div(a, unit) * unit;
+}
+
+double cycles_to_us(double cycles, double clock_ghz) {
+    return cycles / (clock_ghz * 1e3);
+}
+
+std::string format(const char *fmt, ...) {
+    char buf[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, args);
+    va_end(args);
+    return buf;
+}
+
+std::string kib(int64_t bytes) {
+    if (bytes % 1024 == 0) {
+        return format("%lld KiB", (long long)(bytes / 1024));
+    }
+    return format("%.1f KiB", bytes / 1024.0);
+}
+
+// One wave of blocks on one SM, in cycles: the three candidates for the main
+// loop's time and the one that wins.
+struct Wave {
+    double prologue = 0, main_loop = 0, epilogue = 0;
+    double compute_bound = 0, load_bw_bound = 0, latency_bound = 0;
+};
+
+// Everything about one block's main-loop iteration that does not depend on
+// how many blocks share the SM.
+struct Iteration {
+    int64_t e = 0;        // iterations
+    int d = 0;            // prefetch distance
+    double load = 0;      // L: latency + transfer of one stage
+    double transfer = 0;  // X: one stage at the SM's share of L2 bandwidth
+    int warps = 0;        // per block
+    // Per warp and iteration: cycles on its scheduler's FMA lanes, issue
+    // slots on its scheduler, and its share of the SM's shared-memory pipe.
+    double fma_per_warp = 0, issue_per_warp = 0, smem_per_warp = 0;
+    double chain = 0;    // one warp's own dependence chain
+    double c_block = 0;  // one block alone on the SM: max(throughput, chain) + barriers
+    double epilogue_per_block = 0;
+};
+
+// Cycles the SM's pipes need for one iteration of `warps_on_sm` warps. A warp
+// is bound to one scheduler sub-partition and its quarter of the FMA lanes,
+// so the busiest scheduler (ceil(warps / schedulers) warps) sets the FMA and
+// issue time; shared memory is one pipe for the whole SM.
+double throughput_cycles(const Iteration &it, int64_t warps_on_sm, int schedulers) {
+    const double busiest = double(ceil_div(warps_on_sm, schedulers));
+    return std::max(busiest * std::max(it.fma_per_warp, it.issue_per_warp),
+                    warps_on_sm * it.smem_per_warp);
+}
+
+Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
+    Wave w;
+    w.prologue = it.load;
+    w.compute_bound = it.e * throughput_cycles(it, int64_t(blocks) * it.warps, schedulers);
+    w.load_bw_bound = blocks * it.e * it.transfer;
+    w.latency_bound = pipeline_chain_cycles(it.e, it.d, it.load, it.c_block) - it.load;
+    w.main_loop = std::max({w.compute_bound, w.load_bw_bound, w.latency_bound});
+    w.epilogue = blocks * it.epilogue_per_block + kBarrierCycles;
+    return w;
+}
+
+// DRAM bytes: each operand once if A and B fit comfortably in L2 (half of it:
+// C and other tenants compete); otherwise each wave of concurrently resident
+// blocks re-reads the A rows and B columns it touches. Clamped between the
+// unique bytes and the L2->SM traffic (a byte cannot come from DRAM more often
+// than it is requested).
+double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &gpu,
+                           int blocks_per_sm, int64_t total_blocks, double l2_traffic) {
+    const double unique = double(p.a_bytes) + double(p.b_bytes) + double(p.c_bytes());
+    if (p.a_bytes + p.b_bytes <= gpu.l2_bytes / 2) {
+        return unique;
+    }
+    // Blocks are launched with the N tile fastest, then the M tile, then batch.
+    const int64_t gx = ceil_div(p.n, s.bn), gy = ceil_div(p.m, s.bm);
+    const int64_t per_batch = gx * gy;
+    const int64_t concurrent = int64_t(blocks_per_sm) * gpu.sm_count;
+    const int64_t count = std::min(concurrent, total_blocks);
+    const int64_t batches = std::min<int64_t>(p.batch, std::max<int64_t>(1, ceil_div(count, per_batch)));
+    const int64_t rows = std::min(gy * batches, ceil_div(count, gx));
+    const int64_t cols = std::min(gx, count) * batches;
+    // Dense operands have a_scale = b_scale = 1; an implicit-GEMM convolution
+    // re-reads input pixels across rows of its virtual A, which L2 absorbs.
+    const double a_scale = double(p.a_bytes) / (4.0 * p.batch * p.m * p.k);
+    const double b_scale = double(p.b_bytes) / (4.0 * p.batch * p.k * p.n);
+    const double wave_bytes = 4.0 * p.k * (rows * s.bm * a_scale + cols * s.bn * b_scale);
+    const double waves = double(ceil_div(total_blocks, concurrent));
+    const double dram = waves * wave_bytes + double(p.c_bytes());
+    return std::min(std::max(dram, unique), std::max(unique, l2_traffic));
+}
+
+// The first launch limit `s` breaks on `gpu` under `options`, or "" if it
+// fits. Assumes `s` is structurally valid. Fills in the register estimate and
+// the occupancy as far as it gets.
+std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options,
+                            int *regs, Occupancy *occ) {
+    const int threads = s.threads();
+    if (threads > gpu.max_threads_per_block) {
+        return format("%d threads per block, more than the %d %s allows",
+                      threads, gpu.max_threads_per_block, gpu.name.c_str());
+    }
+    const int64_t smem = s.smem_bytes();
+    const int64_t limit = smem_limit_bytes(gpu, options.smem_limit);
+    if (smem > limit) {
+        std::string msg = format("needs %lld B of shared memory per block (%d stages x %lld B), over the %s limit of %s on %s",
+                                 (long long)smem, s.smem_stages, (long long)s.bytes_per_stage(),
+                                 to_string(options.smem_limit), kib(limit).c_str(), gpu.name.c_str());
+        if (options.smem_limit == SmemLimit::HalideDefault && smem <= gpu.smem_per_block_optin) {
+            msg += format("; it would fit under the opt-in maximum of %s", kib(gpu.smem_per_block_optin).c_str());
+        }
+        return msg;
+    }
+    *regs = estimate_registers(s, gpu);
+    if (*regs > gpu.max_registers_per_thread) {
+        return format("needs about %d registers per thread, more than the %d maximum (it would spill)",
+                      *regs, gpu.max_registers_per_thread);
+    }
+    const int warps = threads / gpu.warp_size;
+    const int64_t regs_per_warp = round_up(int64_t(*regs) * gpu.warp_size, gpu.register_alloc_unit);
+    if (regs_per_warp * warps > gpu.max_registers_per_block) {
+        return format("needs %lld registers per block (%d threads x %lld allocated), more than the %d a block may hold",
+                      (long long)(regs_per_warp * warps), threads,
+                      (long long)(regs_per_warp / gpu.warp_size), gpu.max_registers_per_block);
+    }
+    *occ = occupancy(threads, *regs, smem, gpu);
+    if (occ->blocks_per_sm <= 0) {
+        return "not even one block fits on an SM";
+    }
+    return std::string();
+}
+
+Prediction reject(Prediction r, std::string why) {
+    r.feasible = false;
+    r.reason = std::move(why);
+    r.bound = Bound::Infeasible;
+    r.total_us = std::numeric_limits<double>::infinity();
+    return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The main loop's dependence chain.
+
+// The dependence chain of one block's main loop, in cycles, from launch to the
+// end of its last iteration's compute, when tile i is issued d iterations
+// before it is used (d = 0: issued after iteration i-1 has released the only
+// slot), every load takes L cycles and every iteration's compute C cycles:
+//   t_0 = L;  t_i = max(t_{i-1} + C, t_{i-d} + L)  (d >= 1, tiles 0..d-1 all
+//   issued by the prologue at time 0);  end = t_{E-1} + C.
+// The closed form below is exact for this recurrence; docs/model.md derives
+// it. It is non-increasing in d, which is what makes more stages never worse.
+double pipeline_chain_cycles(int64_t iterations, int d, double load, double compute) {
+    const int64_t e = iterations;
+    if (e <= 0) {
+        return 0;
+    }
+    if (d == 0) {
+        return e * (load + compute);
+    }
+    if (load <= d * compute) {
+        // d iterations of compute cover one load: only the first tile waits.
+        return load + e * compute;
+    }
+    // Latency-bound: every d-th iteration waits for a load issued d
+    // iterations earlier, and the d-1 in between run back to back.
+    const int64_t q = (e - 1) / d, r = (e - 1) % d;
+    return load + q * load + r * compute + compute;
+}
+
+// ---------------------------------------------------------------------------
+// Problems and schedules.
+
+double Problem::flops() const {
+    return 2.0 * double(batch) * double(m) * double(n) * double(k);
+}
+
+std::string Problem::to_string() const {
+    std::string dims = batch > 1 ? format("%lldx", (long long)batch) : std::string();
+    dims += format("%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+    return name.empty() ? dims : name + " (" + dims + ")";
+}
+
+Problem make_gemm(int64_t m, int64_t n, int64_t k) {
+    return make_bmm(1, m, n, k);
+}
+
+Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k) {
+    Problem p;
+    p.name = batch > 1 ? "bmm" : "gemm";
+    p.batch = batch;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.a_bytes = kBytesPerElement * batch * m * k;
+    p.b_bytes = kBytesPerElement * batch * k * n;
+    return p;
+}
+
+Problem make_conv2d_nhwc(const Conv2dShape &c) {
+    Problem p;
+    p.name = "conv2d";
+    p.batch = 1;
+    p.m = c.n * c.out_h() * c.out_w();
+    p.n = c.co;
+    p.k = c.kh * c.kw * c.ci;
+    p.a_bytes = kBytesPerElement * c.n * c.h * c.w * c.ci;  // the input, not its im2col
+    p.b_bytes = kBytesPerElement * c.kh * c.kw * c.ci * c.co;
+    return p;
+}
+
+std::string Schedule::to_string() const {
+    return format("%dx%dx%d t%dx%d S%d R%d", bm, bn, kt, tm, tn, smem_stages, reg_stages);
+}
+
+bool structurally_valid(const Schedule &s, std::string *why) {
+    auto fail = [&](std::string msg) {
+        if (why) {
+            *why = std::move(msg);
+        }
+        return false;
+    };
+    if (s.bm <= 0 || s.bn <= 0 || s.kt <= 0 || s.tm <= 0 || s.tn <= 0) {
+        return fail("tile sizes must be positive");
+    }
+    if (s.smem_stages < 1) {
+        return fail("needs at least one shared stage");
+    }
+    if (s.reg_stages < 1 || s.reg_stages > 2) {
+        return fail("register stages must be 1 or 2");
+    }
+    if (s.bm % s.tm != 0 || s.bn % s.tn != 0) {
+        return fail(format("thread tile %dx%d does not divide block tile %dx%d",
+                           s.tm, s.tn, s.bm, s.bn));
+    }
+    const int threads = s.threads();
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
+        return fail(format("%d threads: need a multiple of 32 between 32 and 1024", threads));
+    }
+    const int64_t per_copy_round = int64_t(threads) * kVectorWidth;
+    if ((int64_t(s.kt) * s.bm) % per_copy_round != 0 ||
+        (int64_t(s.kt) * s.bn) % per_copy_round != 0) {
+        return fail(format("%d threads cannot copy the %dx%d and %dx%d tiles in whole 4-wide vectors",
+                           threads, s.kt, s.bm, s.kt, s.bn));
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Resources.
+
+bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options, std::string *why) {
+    std::string why_not;
+    if (structurally_valid(s, &why_not)) {
+        int regs = 0;
+        Occupancy occ;
+        why_not = first_violation(s, gpu, options, &regs, &occ);
+    }
+    if (why) {
+        *why = why_not;
+    }
+    return why_not.empty();
+}
+
+
+
+int64_t smem_limit_bytes(const GpuSpec &gpu, SmemLimit limit) {
+    return limit == SmemLimit::OptIn ? gpu.smem_per_block_optin : gpu.smem_per_block_default;
+}
+
+const char *to_string(SmemLimit limit) {
+    return limit == SmemLimit::OptIn ? "opt-in maximum" : "Halide runtime default";
+}
+
+int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
+    const int accumulators = s.tm * s.tn;
+    const int fragments = s.reg_stages * (s.tm + s.tn);
+    // Without cp.async a prefetched stage sits in registers from its global
+    // load until the iteration's end, when it is stored to shared memory.
+    const bool register_staged = !gpu.has_async_copy && s.smem_stages >= 2;
+    const int staging = register_staged ? s.elements_per_thread_per_stage() : 0;
+    return accumulators + fragments + kAddressAndLoopRegisters + staging;
+}
+
+const char *to_string(OccupancyLimiter l) {
+    switch (l) {
+    case OccupancyLimiter::None:
+        return "nothing fits";
+    case OccupancyLimiter::SharedMemory:
+        return "shared memory";
+    case OccupancyLimiter::Registers:
+        return "registers";
+    case OccupancyLimiter::Threads:
+        return "threads";
+    case OccupancyLimiter::BlockSlots:
+        return "block slots";
+    }
+    return "?";
+}
+
+Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block, const GpuSpec &gpu) {
+    Occupancy o;
+    const int warps = static_cast<int>(ceil_div(threads, gpu.warp_size));
+    if (warps <= 0) {
+        return o;
+    }
+    // Registers go to warps in allocation units, and each warp's registers
+    // come from the file of the scheduler sub-partition it runs on.
+    const int64_t regs_per_warp = round_up(int64_t(regs_per_thread) * gpu.warp_size,
+                                           gpu.register_alloc_unit);
+    o.regs_allocated = static_cast<int>(regs_per_warp / gpu.warp_size);
+    if (regs_per_warp > 0) {
+        const int64_t per_partition = gpu.registers_per_sm / gpu.schedulers_per_sm;
+        const int64_t warps_per_sm = (per_partition / regs_per_warp) * gpu.schedulers_per_sm;
+        o.by_registers = static_cast<int>(warps_per_sm / warps);
+    } else {
+        o.by_registers = gpu.max_blocks_per_sm;
+    }
+    // The driver reserves some shared memory for every resident block.
+    const int64_t smem = round_up(smem_per_block + gpu.smem_reserved_per_block, gpu.smem_alloc_unit);
+    o.by_smem = smem > 0 ? static_cast<int>(gpu.smem_per_sm / smem) : gpu.max_blocks_per_sm;
+    o.by_threads = gpu.max_warps_per_sm() / warps;
+    o.by_slots = gpu.max_blocks_per_sm;
+
+    o.blocks_per_sm = std::min({o.by_smem, o.by_registers, o.by_threads, o.by_slots});
+    if (o.blocks_per_sm <= 0) {
+        o.blocks_per_sm = 0;
+        o.limiter = OccupancyLimiter::None;
+    } else if (o.by_smem == o.blocks_per_sm) {
+        o.limiter = OccupancyLimiter::SharedMemory;
+    } else if (o.by_registers == o.blocks_per_sm) {
+        o.limiter = OccupancyLimiter::Registers;
+    } else if (o.by_threads == o.blocks_per_sm) {
+        o.limiter = OccupancyLimiter::Threads;
+    } else {
+        o.limiter = OccupancyLimiter::BlockSlots;
+    }
+    o.fraction = double(o.blocks_per_sm * warps) / gpu.max_warps_per_sm();
+    return o;
+}
+
+const char *to_string(Bound b) {
+    switch (b) {
+    case Bound::Infeasible:
+        return "infeasible";
+    case Bound::SmCompute:
+        return "SM compute throughput";
+    case Bound::SmLoadBandwidth:
+        return "the SM's share of L2 bandwidth";
+    case Bound::LoadLatency:
+        return "exposed load latency";
+    case Bound::BlockChain:
+        return "one block's own instruction chain";
+    case Bound::DeviceMemory:
+        return "the device memory floor";
+    case Bound::DevicePeak:
+        return "the FP32 peak floor";
+    }
+    return "?";
+}
+
+// ---------------------------------------------------------------------------
+// The model.
+
+Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
+                   const ModelOptions &options) {
+    Prediction r;
+    r.schedule = s;
+    r.gpu_name = gpu.name;
+    r.clock_ghz = gpu.clock_ghz;
+    r.threads = s.threads();
+    r.smem_per_block = s.smem_bytes();
+    r.smem_limit_kind = options.smem_limit;
+    r.smem_limit = smem_limit_bytes(gpu, options.smem_limit);
+
+    if (p.batch <= 0 || p.m <= 0 || p.n <= 0 || p.k <= 0) {
+        return reject(r, "the problem has a non-positive dimension");
+    }
+    std::string why;
+    if (!structurally_valid(s, &why)) {
+        return reject(r, why);
+    }
+
+    // --- Feasibility: the limits a launch would hit. ---
+    why = first_violation(s, gpu, options, &r.regs_estimated, &r.occ);
+    if (!why.empty()) {
+        return reject(r, why);
+    }
+    const int warps = r.threads / gpu.warp_size;
+    r.feasible = true;
+
+    // --- Waves. ---
+    const int64_t grid_m = ceil_div(p.m, s.bm), grid_n = ceil_div(p.n, s.bn);
+    r.total_blocks = p.batch * grid_m * grid_n;
+    const int64_t concurrent = int64_t(r.occ.blocks_per_sm) * gpu.sm_count;
+    r.waves = double(r.total_blocks) / double(concurrent);
+    r.full_waves = r.total_blocks / concurrent;
+    const int64_t tail = r.total_blocks % concurrent;
+    r.tail_blocks_per_sm = static_cast<int>(ceil_div(tail, gpu.sm_count));
+
+    // --- One iteration of one block. ---
+    Iteration it;
+    it.e = ceil_div(p.k, s.kt);
+    const bool async = gpu.has_async_copy && s.smem_stages >= 2;
+    if (s.smem_stages == 1) {
+        it.d = 0;
+    } else if (gpu.has_async_copy) {
+        it.d = s.smem_stages - 1;
+    } else {
+        it.d = 1;  // register-staged: the staging registers hold one tile
+    }
+
+    const double lanes = gpu.fp32_lanes_per_sm;
+    const int schedulers = gpu.schedulers_per_sm;
+    const int tile_fmas = s.tm * s.tn;
+    it.warps = warps;
+    // FMA lanes: every thread does TM*TN FMAs per k step; a warp instruction
+    // takes fma_cpi cycles on its scheduler's lanes (2 with 16 lanes per
+    // scheduler, 1 with 32).
+    const double fma_cpi = gpu.warp_size / (lanes / schedulers);
+    it.fma_per_warp = double(s.kt) * tile_fmas * fma_cpi;
+    // Shared-memory pipe. Threads are laid out N-fastest, so a warp covers
+    // warp_cols thread columns and warp_rows thread rows; per k step it reads
+    // warp_rows*TM distinct A values and warp_cols*TN distinct B values (the
+    // rest are broadcasts), in at least one wavefront per vector load. The
+    // stage's stores into shared memory are shared out over the warps.
+    const int warp_cols = std::min(gpu.warp_size, s.bn / s.tn);
+    const int warp_rows = gpu.warp_size / warp_cols;
+    const int lds_a = static_cast<int>(ceil_div(s.tm, kVectorWidth));
+    const int lds_b = static_cast<int>(ceil_div(s.tn, kVectorWidth));
+    const double wf_a = std::max<double>(lds_a, std::ceil(warp_rows * s.tm * kBytesPerElement / kSmemBytesPerCycle));
+    const double wf_b = std::max<double>(lds_b, std::ceil(warp_cols * s.tn * kBytesPerElement / kSmemBytesPerCycle));
+    it.smem_per_warp = double(s.kt) * (wf_a + wf_b) + s.bytes_per_stage() / (kSmemBytesPerCycle * warps);
+    // Issue: FMAs, fragment loads, the copy (cp.async is one instruction per
+    // vector; a synchronous or register-staged copy is a load and a store) and
+    // the loop's own overhead; one instruction per cycle per scheduler.
+    const int copy_vectors = s.elements_per_thread_per_stage() / kVectorWidth;
+    const int copy_instructions = copy_vectors * (async ? 1 : 2);
+    it.issue_per_warp = double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions +
+                        kLoopOverheadInstructions;
+    // One warp's own dependence chain per k step: with one register slot it
+    // must wait for its fragment loads before its FMAs; with two it loads the
+    // next k step's fragments while computing this one.
+    const double step_fmas = tile_fmas * fma_cpi;
+    const double step = s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas)
+                                          : gpu.smem_latency_cycles + step_fmas;
+    it.chain = s.kt * step;
+    it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) +
+                 kBarriersPerIteration * kBarrierCycles;
+    // Load: latency plus the stage's transfer at the SM's share of L2 bandwidth.
+    const double l2_per_sm = kSustainedL2Fraction * gpu.l2_bytes_per_clk_per_sm();
+    it.transfer = s.bytes_per_stage() / l2_per_sm;
+    it.load = gpu.global_latency_cycles + it.transfer;
+    // Epilogue per block: write the BM x BN tile of C (bandwidth, or the issue
+    // of its vector stores if that is slower).
+    const double c_tile_bytes = double(kBytesPerElement) * s.bm * s.bn;
+    const double store_issue = double(ceil_div(warps, schedulers)) * ceil_div(tile_fmas, kVectorWidth);
+    it.epilogue_per_block = std::max(c_tile_bytes / l2_per_sm, store_issue);
+
+    r.k_iterations = it.e;
+    r.prefetch_distance = it.d;
+    r.load_cycles = it.load;
+    r.load_transfer_cycles = it.transfer;
+    r.compute_cycles = it.c_block;
+    const double busiest = double(ceil_div(warps, schedulers));
+    r.fma_cycles = busiest * it.fma_per_warp;
+    r.smem_cycles = warps * it.smem_per_warp;
+    r.issue_cycles = busiest * it.issue_per_warp;
+    r.warp_chain_cycles = it.chain;
+
+    // --- Waves of blocks. ---
+    const Wave full = wave_cycles(it, r.occ.blocks_per_sm, schedulers);
+    Wave last;
+    if (r.tail_blocks_per_sm > 0) {
+        last = wave_cycles(it, r.tail_blocks_per_sm, schedulers);
+    }
+    const double fw = double(r.full_waves);
+    const double tw = r.tail_blocks_per_sm > 0 ? 1.0 : 0.0;
+    r.prologue_us = cycles_to_us(fw * full.prologue + tw * last.prologue, gpu.clock_ghz);
+    r.main_loop_us = cycles_to_us(fw * full.main_loop + tw * last.main_loop, gpu.clock_ghz);
+    r.epilogue_us = cycles_to_us(fw * full.epilogue + tw * last.epilogue, gpu.clock_ghz);
+
+    // Exposure, from the representative wave (a full one if there is one).
+    const Wave &rep = r.full_waves > 0 ? full : last;
+    const double compute_only = std::max(rep.compute_bound, it.e * it.c_block);
+    r.exposed_load_cycles = std::max(0.0, rep.main_loop - compute_only) / double(it.e);
+
+    // --- Floors. ---
+    r.l2_traffic_bytes = double(r.total_blocks) * double(it.e) * double(s.bytes_per_stage()) + double(p.c_bytes());
+    r.dram_traffic_bytes = estimate_dram_bytes(p, s, gpu, r.occ.blocks_per_sm, r.total_blocks, r.l2_traffic_bytes);
+    r.memory_floor_us = std::max(r.dram_traffic_bytes / (kSustainedDramFraction * gpu.dram_gbps * 1e3),
+                                 r.l2_traffic_bytes / (kSustainedL2Fraction * gpu.l2_gbps * 1e3));
+    r.compute_floor_us = p.flops() / (gpu.fp32_tflops * 1e6);
+
+    const double pipeline_us = r.prologue_us + r.main_loop_us + r.epilogue_us;
+    r.total_us = std::max({pipeline_us, r.memory_floor_us, r.compute_floor_us});
+    if (r.total_us == pipeline_us) {
+        if (rep.main_loop == rep.compute_bound) {
+            r.bound = Bound::SmCompute;
+        } else if (rep.main_loop == rep.load_bw_bound) {
+            r.bound = Bound::SmLoadBandwidth;
+        } else if (r.exposed_load_cycles > 0) {
+            r.bound = Bound::LoadLatency;
+        } else {
+            r.bound = Bound::BlockChain;
+        }
+    } else if (r.total_us == r.memory_floor_us) {
+        r.bound = Bound::DeviceMemory;
+    } else {
+        r.bound = Bound::DevicePeak;
+    }
+    return r;
+}
+
+std::string Prediction::explain() const {
+    const Schedule &s = schedule;
+    std::string out = format("%s on %s: ", s.to_string().c_str(), gpu_name.c_str());
+    if (!feasible) {
+        return out + "infeasible: " + reason + ".";
+    }
+    out += format("%d threads, %s of shared memory per block (%d x %lld B; limit %s, %s) and %d registers per thread (%d allocated). ",
+                  threads, kib(smem_per_block).c_str(), s.smem_stages, (long long)s.bytes_per_stage(),
+                  kib(smem_limit).c_str(), to_string(smem_limit_kind), regs_estimated, occ.regs_allocated);
+    out += format("Occupancy %d blocks/SM (%.0f%% of warps), limited by %s (smem allows %d, registers %d, threads %d, slots %d); "
+                  "%lld blocks make %.2f waves. ",
+                  occ.blocks_per_sm, 100.0 * occ.fraction, to_string(occ.limiter), occ.by_smem,
+                  occ.by_registers, occ.by_threads, occ.by_slots, (long long)total_blocks, waves);
+    out += format("The main loop runs %lld iteration%s; one loads a stage in %.0f cycles (%.0f of them transfer) "
+                  "and computes it in %.0f (FMA %.0f, shared memory %.0f, issue %.0f, warp chain %.0f, plus barriers); ",
+                  (long long)k_iterations, k_iterations == 1 ? "" : "s", load_cycles, load_transfer_cycles,
+                  compute_cycles, fma_cycles, smem_cycles, issue_cycles, warp_chain_cycles);
+    if (exposed_load_cycles > 0) {
+        out += format("with prefetch distance %d, %.0f cycles of load per iteration stay exposed. ",
+                      prefetch_distance, exposed_load_cycles);
+    } else {
+        const int resident = full_waves > 0 ? occ.blocks_per_sm : tail_blocks_per_sm;
+        out += format("prefetch distance %d and %d resident block%s per SM hide the loads. ",
+                      prefetch_distance, resident, resident == 1 ? "" : "s");
+    }
+    out += format("Prologue %.2f us + main loop %.2f us + epilogue %.2f us; floors: memory %.2f us "
+                  "(%.1f MB DRAM, %.1f MB L2), compute %.2f us. Predicted %.2f us, bound by %s.",
+                  prologue_us, main_loop_us, epilogue_us, memory_floor_us, dram_traffic_bytes / 1e6,
+                  l2_traffic_bytes / 1e6, compute_floor_us, total_us, to_string(bound));
+    return out;
+}
+
+}  // namespace model
+}  // namespace alcop

@@ -1,0 +1,272 @@
+#ifndef ALCOP_MODEL_COST_MODEL_H
+#define ALCOP_MODEL_COST_MODEL_H
+
+/** \file
+ * An analytical performance model for software-pipelined GEMM-like kernels.
+ *
+ * What it does: given a contraction problem (C[M,N] = sum_k A*B, batched, or a
+ * convolution as implicit GEMM), a candidate schedule (block tile, thread tile,
+ * k tile, shared-memory and register stages) and a GPU description, it decides
+ * whether the schedule fits the GPU at all (shared memory under the limit that
+ * applies, registers, threads) and, if it does, predicts the kernel's run time
+ * and says why: occupancy and its limiting resource, waves, the per-iteration
+ * load and compute times, how much of the load latency the stages-1 tiles in
+ * flight leave exposed, the prologue and epilogue, and the memory- and
+ * compute-bound floors. docs/model.md derives every formula.
+ *
+ * Assumes: the kernel is the one our Halide lowering generates. FP32 data and
+ * CUDA-core FMAs; a block computes a BM x BN tile with (BM/TM)*(BN/TN)
+ * threads, each owning a TM x TN register tile; the reduction is a serial loop
+ * over K in chunks of KT; per iteration the block copies a KT x BM tile of A
+ * and a KT x BN tile of B from global to shared memory with 4-wide vector
+ * copies; S shared stages hold S copies (prefetch distance S-1) and register
+ * stages R in {1,2} double-buffer the per-thread fragments. On GPUs without
+ * cp.async (V100) prefetching goes through registers, so the prefetch
+ * distance is at most one iteration whatever S is. Waits are issued in
+ * CUTLASS order (wait for the oldest tile before issuing the next), so all
+ * S-1 in-flight tiles overlap compute, and tail prefetches are predicated off
+ * (no redundant traffic).
+ *
+ * Guarantees: predict() is pure and takes constant time (closed forms, no
+ * loops over the problem or the iterations; strings are built only for the
+ * reason of an infeasible prediction and in explain()), so the search can call
+ * it thousands of times.
+ * A Prediction with feasible == false always has a non-empty reason and a
+ * total_us of +infinity. With everything else fixed, adding a shared stage
+ * never makes a feasible prediction slower unless it lowers occupancy (the
+ * only ways a stage costs anything are shared memory and, on V100, the first
+ * stage's staging registers).
+ */
+
+#include "model/GpuSpec.h"
+
+#include <cstdint>
+#include <string>
+
+namespace alcop {
+namespace model {
+
+/** A contraction C[batch][M][N] = sum_k A[batch][M][k] * B[batch][k][N], FP32. */
+struct Problem {
+    std::string name;
+    int64_t batch = 1;
+    int64_t m = 0, n = 0, k = 0;
+    /** Bytes of distinct A and B data in DRAM. For a plain GEMM 4*batch*M*K and
+     * 4*batch*K*N; an implicit-GEMM convolution reads each input pixel for many
+     * rows of its virtual A, so its unique A bytes are the input tensor's size. */
+    int64_t a_bytes = 0, b_bytes = 0;
+
+    /** 2 * batch * M * N * K. */
+    double flops() const;
+    /** Bytes of the output C. */
+    int64_t c_bytes() const {
+        return 4 * batch * m * n;
+    }
+    std::string to_string() const;
+};
+
+Problem make_gemm(int64_t m, int64_t n, int64_t k);
+Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k);
+
+/** A 2-D convolution over an NHWC input with CO filters of KH x KW x CI. */
+struct Conv2dShape {
+    int64_t n = 1, h = 0, w = 0, ci = 0;
+    int64_t co = 0, kh = 1, kw = 1;
+    int64_t stride = 1, pad = 0;
+    int64_t out_h() const {
+        return (h + 2 * pad - kh) / stride + 1;
+    }
+    int64_t out_w() const {
+        return (w + 2 * pad - kw) / stride + 1;
+    }
+};
+
+/** Implicit GEMM: M = N*OH*OW, N = CO, K = KH*KW*CI, batch 1. */
+Problem make_conv2d_nhwc(const Conv2dShape &conv);
+
+/** A candidate schedule. See the file comment for what each field means. */
+struct Schedule {
+    int bm = 0, bn = 0;  // block tile
+    int kt = 0;          // k tile: reduction elements per main-loop iteration
+    int tm = 0, tn = 0;  // thread tile
+    int smem_stages = 1;
+    int reg_stages = 1;
+
+    int threads() const {
+        return (tm > 0 && tn > 0) ? (bm / tm) * (bn / tn) : 0;
+    }
+    /** One shared stage: an A tile (KT x BM) and a B tile (KT x BN), FP32. */
+    int64_t bytes_per_stage() const {
+        return int64_t(4) * kt * (bm + bn);
+    }
+    /** Shared memory per block: S stages and nothing else. */
+    int64_t smem_bytes() const {
+        return smem_stages * bytes_per_stage();
+    }
+    /** Elements each thread copies from global memory per stage. */
+    int elements_per_thread_per_stage() const {
+        return threads() > 0 ? kt * (bm + bn) / threads() : 0;
+    }
+    /** "128x128x8 t8x8 S3 R1" */
+    std::string to_string() const;
+};
+
+/** Whether `s` describes a kernel our lowering can generate at all, whatever
+ * the GPU: positive fields, 1 <= R <= 2, 1 <= S, thread tile divides the block
+ * tile, 32 <= threads <= 1024 and a multiple of the warp size, and each of the
+ * A and B tiles (KT*BM and KT*BN elements) splits into 4-wide vector copies
+ * evenly over the threads. On failure writes why to *why (if given). */
+bool structurally_valid(const Schedule &s, std::string *why = nullptr);
+
+/** Which per-block shared-memory limit applies. Halide 14's CUDA runtime never
+ * raises a kernel's dynamic shared memory above the 48 KiB default, so that is
+ * the default here; OptIn means the app sets MAX_DYNAMIC_SHARED_SIZE_BYTES to
+ * the GPU's maximum before launching. */
+enum class SmemLimit {
+    HalideDefault,
+    OptIn,
+};
+
+struct ModelOptions {
+    SmemLimit smem_limit = SmemLimit::HalideDefault;
+};
+
+int64_t smem_limit_bytes(const GpuSpec &gpu, SmemLimit limit);
+const char *to_string(SmemLimit limit);
+
+/** Whether `s` can be launched on `gpu` at all: structurally valid, shared
+ * memory per block within the limit `options` selects, registers within 255
+ * per thread and the per-block file, and at least one block per SM. Does not
+ * depend on the problem, so a plugin can reject a schedule before generating
+ * any code. On failure writes the reason predict() would give to *why. */
+bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options = ModelOptions(),
+          std::string *why = nullptr);
+
+/** Registers per thread our kernels need, before allocation rounding:
+ *   TM*TN accumulators + R*(TM+TN) fragment slots + 28 address/loop registers
+ *   + (no cp.async and S >= 2) one stage of staged elements per thread.
+ * docs/model.md explains each term. */
+int estimate_registers(const Schedule &s, const GpuSpec &gpu);
+
+enum class OccupancyLimiter {
+    None,  // the block does not fit at all
+    SharedMemory,
+    Registers,
+    Threads,
+    BlockSlots,
+};
+const char *to_string(OccupancyLimiter l);
+
+struct Occupancy {
+    int blocks_per_sm = 0;
+    OccupancyLimiter limiter = OccupancyLimiter::None;
+    // What each resource alone allows.
+    int by_smem = 0, by_registers = 0, by_threads = 0, by_slots = 0;
+    int regs_allocated = 0;  // per thread, after rounding to the allocation unit
+    /** Resident warps / max warps per SM. */
+    double fraction = 0;
+};
+
+/** Resident blocks per SM for blocks of `threads` threads using
+ * `regs_per_thread` registers and `smem_per_block` bytes of shared memory,
+ * computed the way the CUDA occupancy calculator does (register allocation per
+ * warp in 256-register units, per scheduler sub-partition; shared memory per
+ * block plus the driver's reservation, in allocation units). Ties between
+ * limiters are reported in the order smem, registers, threads, block slots.
+ * Does not check the per-block limits; predict() does that first. */
+Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block,
+                    const GpuSpec &gpu);
+
+/** Cycles from launch to the end of the last iteration's compute for one block
+ * whose main loop runs `iterations` iterations with prefetch distance `d`,
+ * when each stage's load takes `load` cycles and each iteration's compute
+ * `compute` cycles. Exact closed form of the recurrence
+ *   t_0 = load;  t_i = max(t_{i-1} + compute, t_{i-d} + load)  for d >= 1
+ *   t_i = t_{i-1} + compute + load                             for d == 0
+ *   result = t_{iterations-1} + compute
+ * (tiles 0..d-1 are all issued by the prologue at time 0). Non-increasing in d. */
+double pipeline_chain_cycles(int64_t iterations, int d, double load, double compute);
+
+/** What decided the predicted time. */
+enum class Bound {
+    Infeasible,
+    SmCompute,        // the SM's FMA, shared-memory or issue throughput
+    SmLoadBandwidth,  // the SM's share of L2 bandwidth for the tile copies
+    LoadLatency,      // a block waits for tiles the prefetch distance does not cover
+    BlockChain,       // too few warps: a block's own FMA/fragment-load chain and barriers
+    DeviceMemory,     // the DRAM or L2 floor for the whole problem
+    DevicePeak,       // the FP32 peak floor
+};
+const char *to_string(Bound b);
+
+struct Prediction {
+    bool feasible = false;
+    /** Why the schedule was rejected; empty when feasible. */
+    std::string reason;
+
+    // The inputs it describes, for explain().
+    Schedule schedule;
+    std::string gpu_name;
+    double clock_ghz = 0;
+
+    // Resources.
+    int threads = 0;
+    int64_t smem_per_block = 0;
+    int64_t smem_limit = 0;
+    SmemLimit smem_limit_kind = SmemLimit::HalideDefault;
+    int regs_estimated = 0;
+
+    // Occupancy and waves.
+    Occupancy occ;
+    int64_t total_blocks = 0;
+    /** total_blocks / (blocks_per_sm * SMs), fractional. */
+    double waves = 0;
+    int64_t full_waves = 0;
+    /** Blocks per SM in the last, partial wave (0 when there is none). */
+    int tail_blocks_per_sm = 0;
+
+    // One main-loop iteration, in core cycles.
+    int64_t k_iterations = 0;
+    /** Iterations between issuing a tile and using it: 0 for S=1, S-1 with
+     * cp.async, min(S-1, 1) when prefetch is register-staged. */
+    int prefetch_distance = 0;
+    /** Latency + transfer of one stage's copy. */
+    double load_cycles = 0;
+    double load_transfer_cycles = 0;
+    /** One block's iteration if it had the SM alone: max(throughput, latency)
+     * plus barriers. */
+    double compute_cycles = 0;
+    // The throughput terms of one block's iteration and the per-warp chain.
+    double fma_cycles = 0, smem_cycles = 0, issue_cycles = 0, warp_chain_cycles = 0;
+    /** Main-loop time per iteration (of a full wave) during which the SM's
+     * compute waits for tiles. Zero means the stages hide the loads. */
+    double exposed_load_cycles = 0;
+
+    // Whole kernel, in microseconds. prologue + main_loop + epilogue is the
+    // pipeline estimate; total is the largest of it and the two floors.
+    double prologue_us = 0;
+    double main_loop_us = 0;
+    double epilogue_us = 0;
+    double memory_floor_us = 0;
+    double compute_floor_us = 0;
+    /** Bytes moved from DRAM and from L2 into the SMs (tile copies + C). */
+    double dram_traffic_bytes = 0;
+    double l2_traffic_bytes = 0;
+    double total_us = 0;
+    Bound bound = Bound::Infeasible;
+
+    /** A one-paragraph breakdown: what fits, occupancy and why, the iteration
+     * balance, where the time goes and what bounds it. */
+    std::string explain() const;
+};
+
+/** Predict the run time of `s` on `gpu` for `p`. Infeasible schedules (not
+ * structurally valid, over the shared-memory limit that applies, over the
+ * register or thread limits) come back with feasible == false and a reason. */
+Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
+                   const ModelOptions &options = ModelOptions());
+
+}  // namespace model
+}  // namespace alcop
+
+#endif

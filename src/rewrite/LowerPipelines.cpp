@@ -1,0 +1,276 @@
+#include "rewrite/LowerPipelines.h"
+
+#include "analysis/PipelineAnalysis.h"
+#include "copy/CopyLowering.h"
+#include "plan/PipelinePlan.h"
+#include "rewrite/CompactRegisters.h"
+#include "Error.h"
+
+#include <numeric>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+Stmt make_barrier() {
+    return Evaluate::make(Call::make(Int(32), Call::gpu_thread_barrier,
+                                     {IntImm::make(Int(32), CodeGen_GPU_Dev::MemoryFenceType::Shared)},
+                                     Call::Intrinsic));
+}
+
+Stmt sequence(const std::vector<Stmt> &stmts) {
+    Stmt result;
+    for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) {
+        if (!it->defined()) continue;
+        result = result.defined() ? Block::make(*it, result) : *it;
+    }
+    return result;
+}
+
+/** How to address the slots of a pipelined buffer inside its streaming loop. */
+struct SlotAddress {
+    Expr anchor_units;   ///< where slots are counted from, in units of slot_alignment bytes
+    int64_t shift_bytes; ///< from the tile's old place to slot 0, past the anchor
+    Expr iteration;      ///< k - min, the iteration of the streaming loop
+    int stages;
+    int64_t slot_bytes;  ///< between consecutive slots
+};
+
+class InjectPipelines : public IRMutator {
+    using IRMutator::visit;
+
+    const PipelineAnalysis &analysis;
+    const std::vector<KernelPlan> &plans;
+    const Options &options;
+    const CopyLowering &copies;
+
+    // Per pipelined loop: its analysis and plan; per allocation: its kernel plan.
+    std::map<const For *, std::pair<const PipelineLoop *, const LoopPlan *>> loops;
+    std::map<const Allocate *, const KernelPlan *> allocations;
+
+    // The anchor of the slots of the allocation being rewritten, in slot_alignment units.
+    Expr anchor_units;
+    // The address of each pipelined buffer of the loops being rewritten.
+    std::map<std::string, SlotAddress> addresses;
+
+    /** `index` moved into the slot of iteration k (a store; its producer is later moved to
+     * iteration k + d) or read in iteration k (a load). */
+    Expr slot_index(const Expr &index, const std::string &func, Type t, bool is_load, ModulusRemainder &alignment) {
+        const SlotAddress &a = addresses.at(func);
+        const int bytes = t.element_of().bytes();
+        const bool off_by_one = is_load && options.fault == Fault::SlotOffByOne;
+        Expr slot = (a.iteration + (off_by_one ? 1 : 0)) % a.stages;
+        // Every term is a whole number of elements: see PipelinePlan.h.
+        Expr shift = simplify(a.anchor_units * (int)(slot_alignment / bytes) + (int)(a.shift_bytes / bytes) +
+                              slot * (int)(a.slot_bytes / bytes));
+        if (t.is_vector()) shift = Broadcast::make(shift, t.lanes());
+        // The shift is a multiple of slot_alignment bytes (see PipelinePlan.h).
+        const int64_t unit = slot_alignment / bytes;
+        const int64_t m = std::gcd(alignment.modulus, unit);
+        alignment = ModulusRemainder(m, m ? alignment.remainder % m : 0);
+        return index + shift;
+    }
+
+    Expr visit(const Load *op) override {
+        auto it = analysis.owner.find(op);
+        if (it == analysis.owner.end() || !addresses.count(it->second)) {
+            return IRMutator::visit(op);
+        }
+        ModulusRemainder alignment = op->alignment;
+        Expr index = slot_index(mutate(op->index), it->second, op->type, true, alignment);
+        return Load::make(op->type, op->name, index, op->image, op->param, mutate(op->predicate), alignment);
+    }
+
+    Stmt visit(const Store *op) override {
+        auto it = analysis.owner.find(op);
+        if (it == analysis.owner.end() || !addresses.count(it->second)) {
+            return IRMutator::visit(op);
+        }
+        ModulusRemainder alignment = op->alignment;
+        Expr index = slot_index(mutate(op->index), it->second, op->value.type(), false, alignment);
+        return Store::make(op->name, mutate(op->value), index, op->param, mutate(op->predicate), alignment);
+    }
+
+    Stmt visit(const Allocate *op) override {
+        auto it = allocations.find(op);
+        if (it == allocations.end()) {
+            return IRMutator::visit(op);
+        }
+        const KernelPlan &plan = *it->second;
+        internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
+        const int bytes = op->type.bytes();
+        Expr old_bytes = op->extents[0] * bytes;
+        Expr new_bytes;
+        if (plan.anchor == Anchor::AllocationStart) {
+            anchor_units = 0;
+            new_bytes = max(old_bytes, (int)plan.slot_bytes);
+        } else {
+            anchor_units = simplify((old_bytes + (int)(slot_alignment - 1)) / (int)slot_alignment);
+            new_bytes = anchor_units * (int)slot_alignment + (int)plan.slot_bytes;
+        }
+        Stmt body = mutate(op->body);
+        return Allocate::make(op->name, op->type, op->memory_type, {simplify((new_bytes + bytes - 1) / bytes)},
+                              op->condition, body, op->new_expr, op->free_function);
+    }
+
+    Stmt visit(const For *op) override {
+        auto it = loops.find(op);
+        if (it == loops.end()) {
+            return IRMutator::visit(op);
+        }
+        return pipeline_loop(op, *it->second.first, *it->second.second);
+    }
+
+    Stmt pipeline_loop(const For *op, const PipelineLoop &loop, const LoopPlan &plan) {
+        const Expr k = Variable::make(Int(32), op->name);
+        const Expr end = op->min + op->extent;
+
+        // Slot-addressed producers and consumers, in terms of k. A producer is then moved to
+        // its tile by substituting k + d (or min + p in the prologue) for k.
+        int min_distance = plan.max_prefetch_distance;
+        for (const BufferPlan &b : plan.buffers) {
+            addresses[b.func] = {anchor_units, b.base - b.old_begin, simplify(k - op->min), b.stages, b.slot_bytes};
+            min_distance = std::min(min_distance, b.prefetch_distance);
+        }
+
+        std::map<std::string, Stmt> producer;
+        std::vector<Stmt> consumers;
+        const LoopBody &body = loop.body;
+        bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
+        for (size_t i = 0; i < body.stmts.size(); i++) {
+            switch (body.roles[i]) {
+            case StmtRole::Producer:
+                producer[body.produced[i]] = mutate(body.stmts[i]);
+                keep_barrier = false;  // the barrier after a producer published its tile
+                break;
+            case StmtRole::Barrier: {
+                // Keep only barriers that separate two consumer stages.
+                bool consumer_follows = false;
+                for (size_t j = i + 1; j < body.stmts.size(); j++) {
+                    consumer_follows = consumer_follows || body.roles[j] == StmtRole::Compute;
+                }
+                if (keep_barrier && consumer_follows) {
+                    consumers.push_back(body.stmts[i]);
+                }
+                keep_barrier = false;
+                break;
+            }
+            case StmtRole::Compute:
+                consumers.push_back(mutate(body.stmts[i]));
+                keep_barrier = true;
+                break;
+            }
+        }
+        for (const BufferPlan &b : plan.buffers) {
+            addresses.erase(b.func);
+        }
+
+        // Issues the copies of one step (a prologue step p, or the prefetch of iteration k)
+        // of every buffer that fetches that far ahead, then closes the step's group.
+        auto copy_step = [&](bool in_prologue, int p, std::vector<Stmt> &before, std::vector<Stmt> &after) {
+            for (const BufferPlan &b : plan.buffers) {
+                if (in_prologue && p >= b.prefetch_distance) continue;
+                const Expr tile = simplify(in_prologue ? op->min + p : k + b.prefetch_distance);
+                IssuedCopy c = copies.issue(substitute(op->name, tile, producer.at(b.func)), simplify(tile < end));
+                before.push_back(c.before_compute);
+                after.push_back(c.after_compute);
+            }
+            before.push_back(copies.commit());
+        };
+
+        std::vector<Stmt> prologue{make_barrier()};
+        for (int p = 0; p < plan.max_prefetch_distance; p++) {
+            std::vector<Stmt> after;
+            copy_step(true, p, prologue, after);
+            prologue.insert(prologue.end(), after.begin(), after.end());
+        }
+
+        std::vector<Stmt> steady{copies.wait(min_distance - 1)};
+        if (options.fault != Fault::DropBarrier) {
+            steady.push_back(make_barrier());
+        }
+        std::vector<Stmt> after_compute;
+        copy_step(false, 0, steady, after_compute);
+        steady.insert(steady.end(), consumers.begin(), consumers.end());
+        steady.insert(steady.end(), after_compute.begin(), after_compute.end());
+
+        Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
+        return sequence({sequence(prologue), pipelined, copies.wait(0), make_barrier()});
+    }
+
+public:
+    InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
+                    const Options &options, const CopyLowering &copies)
+        : analysis(analysis), plans(plans), options(options), copies(copies) {
+        for (size_t i = 0; i < analysis.kernels.size(); i++) {
+            const KernelPipelines &k = analysis.kernels[i];
+            allocations[k.allocation] = &plans[i];
+            for (size_t j = 0; j < k.loops.size(); j++) {
+                loops[k.loops[j].loop] = {&k.loops[j], &plans[i].loops[j]};
+            }
+        }
+    }
+};
+
+void add_function(const Function &f, std::map<std::string, Function> &env) {
+    if (env.count(f.name())) return;
+    env.emplace(f.name(), f);
+    for (const auto &c : find_direct_calls(f)) {
+        add_function(c.second, env);
+    }
+    for (const auto &w : f.schedule().wrappers()) {
+        add_function(Function(w.second), env);
+    }
+}
+
+LoweringObserver &observer() {
+    static LoweringObserver o;
+    return o;
+}
+
+}  // namespace
+
+void set_lowering_observer(LoweringObserver o) {
+    observer() = std::move(o);
+}
+
+Stmt LowerPipelines::mutate(const Stmt &s) {
+    Stmt result = compact_thread_registers(inject_pipelines(s, collect_requests(outputs), options));
+    if (observer()) {
+        observer()(s, result);
+    }
+    return result;
+}
+
+std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {
+    std::map<std::string, Function> env;
+    for (const Function &f : outputs) {
+        add_function(f, env);
+    }
+    std::map<std::string, PipelineRequest> requests;
+    for (const auto &f : env) {
+        if (auto r = requested_pipeline(f.second)) {
+            requests[f.first] = *r;
+        }
+    }
+    return requests;
+}
+
+Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
+                      const Options &options) {
+    PipelineAnalysis analysis = analyze_pipelines(s, requests);
+    if (analysis.kernels.empty()) {
+        return s;
+    }
+    std::vector<KernelPlan> plans;
+    for (const KernelPipelines &k : analysis.kernels) {
+        plans.push_back(plan_kernel(k));
+    }
+    std::unique_ptr<CopyLowering> copies = make_synchronous_copy();
+    return InjectPipelines(analysis, plans, options, *copies).mutate(s);
+}
+
+}  // namespace alcop

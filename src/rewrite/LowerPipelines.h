@@ -1,0 +1,69 @@
+#ifndef ALCOP_LOWER_PIPELINES_H
+#define ALCOP_LOWER_PIPELINES_H
+
+/** \file
+ * The ALCOP lowering pass: turns each streaming loop found by the analysis into a
+ * multi-buffered software pipeline laid out by the plan. It runs as a Halide custom lowering
+ * pass, after the final simplification and before GPU offload.
+ *
+ * For `for k in [min, min + E)` with pipelined buffers P of S_P stages (prefetch distance
+ * d_P = S_P - 1, D = max d_P), it emits:
+ *
+ *   barrier                                  // the slots may have held other data before
+ *   for p in [0, D): copy tile min+p of each P with p < d_P into slot p   (if p < E); commit
+ *   for k:
+ *     wait(min d_P - 1)                      // asynchronous kinds: tile k of every P landed
+ *     barrier                                // (a) tile k is visible to every thread
+ *                                            // (b) all threads left iteration k-1, so slot
+ *                                            //     (k-1) % S_P == (k + d_P) % S_P is free
+ *     copy tile k + d_P of each P into slot (k - min + d_P) % S_P   (if k + d_P < min + E)
+ *     commit
+ *     consumers, reading P from slot (k - min) % S_P
+ *   wait(0); barrier                         // nothing in flight; slots free for reuse
+ *
+ * One barrier per iteration suffices: the only slot written in iteration k is the one last
+ * read in iteration k-1, and the only slot read in k was written before k; both orders cross
+ * that barrier. The barriers Halide put after each pipelined producer and at the end of the
+ * body become redundant and are dropped; barriers between consumer stages stay. Tail
+ * prefetches are guarded off, so no tile past the end is loaded. How a copy is emitted
+ * (synchronous now) is the CopyLowering's business.
+ *
+ * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
+ */
+
+#include "Directive.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+/** The rewrite for a bare Stmt and explicit requests (keyed by Func name). */
+Halide::Internal::Stmt inject_pipelines(const Halide::Internal::Stmt &s,
+                                        const std::map<std::string, PipelineRequest> &requests,
+                                        const Options &options = Options());
+
+/** The requests recorded on the Funcs of a pipeline (its outputs, everything they call,
+ * and the wrappers made by Func::in()). */
+std::map<std::string, PipelineRequest> collect_requests(const std::vector<Halide::Internal::Function> &outputs);
+
+/** The custom lowering pass that alcop::enable() installs. */
+class LowerPipelines : public Halide::Internal::IRMutator {
+public:
+    LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options)
+        : outputs(std::move(outputs)), options(options) {
+    }
+
+    /** Called once by Halide with the whole lowered pipeline. */
+    Halide::Internal::Stmt mutate(const Halide::Internal::Stmt &s) override;
+    using Halide::Internal::IRMutator::mutate;
+
+private:
+    std::vector<Halide::Internal::Function> outputs;
+    Options options;
+};
+
+}  // namespace alcop
+
+#endif

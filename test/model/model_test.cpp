@@ -1,0 +1,632 @@
+// Tests for the analytical performance model and the candidate search.
+//
+// The numbers asserted here are computed by hand in the comments next to
+// them, from the GPU table in src/model/GpuSpec.cpp and the formulas in
+// docs/model.md, so a change to either shows up as a failing hand calculation
+// rather than as a silently different ranking.
+
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
+#include "model/Search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+using namespace alcop::model;
+
+namespace {
+
+const GpuSpec &gpu(const char *name) {
+    const GpuSpec *g = find_gpu(name);
+    EXPECT_NE(g, nullptr) << name;
+    return *g;
+}
+
+Schedule sched(int bm, int bn, int kt, int tm, int tn, int stages, int reg_stages) {
+    Schedule s;
+    s.bm = bm;
+    s.bn = bn;
+    s.kt = kt;
+    s.tm = tm;
+    s.tn = tn;
+    s.smem_stages = stages;
+    s.reg_stages = reg_stages;
+    return s;
+}
+
+ModelOptions opt_in() {
+    ModelOptions o;
+    o.smem_limit = SmemLimit::OptIn;
+    return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// GPU descriptions.
+
+TEST(GpuSpec, LookupByNameIsCaseInsensitive) {
+    EXPECT_EQ(find_gpu("h200")->name, "H200");
+    EXPECT_EQ(find_gpu("H200")->name, "H200");
+    EXPECT_EQ(find_gpu("a100")->name, "A100");
+    EXPECT_EQ(find_gpu("A100-SXM4")->name, "A100");
+    EXPECT_EQ(find_gpu("h100")->name, "H100");
+    EXPECT_EQ(find_gpu("V100")->name, "V100");
+    EXPECT_EQ(find_gpu("NVIDIA Tesla V100")->name, "V100");
+    EXPECT_EQ(find_gpu("RTX 3090")->name, "RTX3090");
+    EXPECT_EQ(find_gpu("rtx3090")->name, "RTX3090");
+    EXPECT_EQ(find_gpu("GeForce RTX-4090")->name, "RTX4090");
+    EXPECT_EQ(find_gpu("rtx_4090")->name, "RTX4090");
+    EXPECT_EQ(find_gpu("4090")->name, "RTX4090");
+    EXPECT_EQ(find_gpu("b200"), nullptr);
+    EXPECT_EQ(find_gpu("a10"), nullptr);
+    EXPECT_EQ(find_gpu(""), nullptr);
+}
+
+TEST(GpuSpec, DefaultIsH200) {
+    EXPECT_EQ(default_gpu().name, "H200");
+    EXPECT_EQ(&default_gpu(), find_gpu("h200"));
+}
+
+TEST(GpuSpec, TableIsConsistent) {
+    const std::vector<GpuSpec> &gpus = all_gpus();
+    ASSERT_EQ(gpus.size(), 6u);
+    for (const GpuSpec &g : gpus) {
+        SCOPED_TRACE(g.name);
+        // Datasheet FP32 peak = 2 FLOPs x lanes x SMs x clock, within rounding.
+        const double derived = 2.0 * g.fp32_lanes_per_sm * g.sm_count * g.clock_ghz / 1e3;
+        EXPECT_NEAR(derived, g.fp32_tflops, 0.01 * g.fp32_tflops);
+        EXPECT_EQ(g.has_async_copy, g.compute_capability >= 80);
+        EXPECT_EQ(g.smem_per_block_default, 48 * 1024);
+        EXPECT_LE(g.smem_per_block_optin + g.smem_reserved_per_block, g.smem_per_sm);
+        EXPECT_EQ(g.warp_size, 32);
+        EXPECT_EQ(g.max_threads_per_block, 1024);
+        EXPECT_EQ(g.register_alloc_unit, 256);
+        EXPECT_EQ(g.max_registers_per_thread, 255);
+        EXPECT_GT(g.dram_gbps, 0);
+        EXPECT_GT(g.l2_gbps, g.dram_gbps);
+        EXPECT_GT(g.global_latency_cycles, g.smem_latency_cycles);
+        EXPECT_GT(g.fp16_mma_tflops, g.fp32_tflops);
+    }
+    // The opt-in maxima the Halide runtime never asks for.
+    EXPECT_EQ(gpu("h200").smem_per_block_optin, 227 * 1024);
+    EXPECT_EQ(gpu("h100").smem_per_block_optin, 227 * 1024);
+    EXPECT_EQ(gpu("a100").smem_per_block_optin, 163 * 1024);
+    EXPECT_EQ(gpu("rtx3090").smem_per_block_optin, 99 * 1024);
+    EXPECT_EQ(gpu("rtx4090").smem_per_block_optin, 99 * 1024);
+    EXPECT_EQ(gpu("v100").smem_per_block_optin, 96 * 1024);
+    EXPECT_FALSE(gpu("v100").has_async_copy);
+    EXPECT_EQ(gpu("h200").arch(), "sm_90");
+}
+
+// ---------------------------------------------------------------------------
+// Problems and schedules.
+
+TEST(Problem, Builders) {
+    Problem g = make_gemm(1024, 768, 768);
+    EXPECT_EQ(g.batch, 1);
+    EXPECT_EQ(g.a_bytes, 4 * 1024 * 768);
+    EXPECT_DOUBLE_EQ(g.flops(), 2.0 * 1024 * 768 * 768);
+
+    Problem b = make_bmm(12, 512, 512, 64);
+    EXPECT_EQ(b.batch, 12);
+    EXPECT_EQ(b.b_bytes, 4 * 12 * 64 * 512);
+    EXPECT_EQ(b.c_bytes(), 4 * 12 * 512 * 512);
+
+    // ResNet-50 conv2_x 3x3: 56x56x64 -> 64, stride 1, pad 1, batch 64.
+    Conv2dShape c;
+    c.n = 64, c.h = 56, c.w = 56, c.ci = 64, c.co = 64, c.kh = 3, c.kw = 3, c.stride = 1, c.pad = 1;
+    Problem cv = make_conv2d_nhwc(c);
+    EXPECT_EQ(cv.m, 64 * 56 * 56);  // (56 + 2 - 3)/1 + 1 = 56
+    EXPECT_EQ(cv.n, 64);
+    EXPECT_EQ(cv.k, 3 * 3 * 64);
+    EXPECT_EQ(cv.a_bytes, 4 * 64 * 56 * 56 * 64);  // the input tensor, not its im2col
+    EXPECT_EQ(cv.b_bytes, 4 * 3 * 3 * 64 * 64);
+
+    // The 7x7/2 stem: (224 + 6 - 7)/2 + 1 = 112.
+    Conv2dShape stem;
+    stem.n = 1, stem.h = 224, stem.w = 224, stem.ci = 3, stem.co = 64, stem.kh = 7, stem.kw = 7;
+    stem.stride = 2, stem.pad = 3;
+    EXPECT_EQ(make_conv2d_nhwc(stem).m, 112 * 112);
+    EXPECT_EQ(make_conv2d_nhwc(stem).k, 7 * 7 * 3);
+}
+
+TEST(Schedule, DerivedQuantities) {
+    Schedule s = sched(128, 128, 8, 8, 8, 3, 1);
+    EXPECT_EQ(s.threads(), 256);                    // (128/8) * (128/8)
+    EXPECT_EQ(s.bytes_per_stage(), 8192);           // 4 * 8 * (128 + 128)
+    EXPECT_EQ(s.smem_bytes(), 24576);               // 3 * 8192
+    EXPECT_EQ(s.elements_per_thread_per_stage(), 8);  // 8 * 256 / 256
+    EXPECT_EQ(s.to_string(), "128x128x8 t8x8 S3 R1");
+}
+
+TEST(Schedule, StructuralValidity) {
+    std::string why;
+    EXPECT_TRUE(structurally_valid(sched(128, 128, 8, 8, 8, 1, 1), &why)) << why;
+    // 16 threads: below a warp.
+    EXPECT_FALSE(structurally_valid(sched(16, 16, 8, 4, 4, 1, 1), &why));
+    EXPECT_NE(why.find("16 threads"), std::string::npos) << why;
+    // 2048 threads.
+    EXPECT_FALSE(structurally_valid(sched(256, 256, 32, 1, 8, 1, 1)));
+    // 128x128x4 with 256 threads: 512 elements of A cannot be split in 4-wide
+    // vectors over 256 threads (needs 1024).
+    EXPECT_FALSE(structurally_valid(sched(128, 128, 4, 8, 8, 1, 1), &why));
+    EXPECT_NE(why.find("vectors"), std::string::npos) << why;
+    EXPECT_FALSE(structurally_valid(sched(128, 128, 8, 8, 8, 1, 3)));  // R = 3
+    EXPECT_FALSE(structurally_valid(sched(128, 128, 8, 8, 8, 0, 1)));  // S = 0
+    // 96x128 with 8x8: 12*16 = 192 threads, a multiple of 32, and the A tile
+    // (8*96 = 768 elements) is one round of 192 4-wide copies, but the B tile
+    // (8*128 = 1024) is not a whole number of rounds.
+    EXPECT_EQ(sched(96, 128, 8, 8, 8, 1, 1).threads(), 192);
+    EXPECT_FALSE(structurally_valid(sched(96, 128, 8, 8, 8, 1, 1), &why));
+    EXPECT_NE(why.find("vectors"), std::string::npos) << why;
+}
+
+// ---------------------------------------------------------------------------
+// Registers and occupancy, by hand.
+
+TEST(Occupancy, RegisterEstimate) {
+    // 8x8 accumulators (64) + one slot of 8+8 fragments (16) + 28 = 108.
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 3, 1), gpu("h200")), 108);
+    // Two register slots: + 16.
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 3, 2), gpu("h200")), 124);
+    // With cp.async the stage count does not cost registers...
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 1, 1), gpu("a100")),
+              estimate_registers(sched(128, 128, 8, 8, 8, 6, 1), gpu("a100")));
+    // ...on V100 a prefetched stage is staged in registers: 8*256/256 = 8 more
+    // once S >= 2, and no more for deeper S (one tile is staged at a time).
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 1, 1), gpu("v100")), 108);
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 2, 1), gpu("v100")), 116);
+    EXPECT_EQ(estimate_registers(sched(128, 128, 8, 8, 8, 5, 1), gpu("v100")), 116);
+    // 64x32x32, 32 threads: 32*96/32 = 96 staged elements per thread.
+    EXPECT_EQ(estimate_registers(sched(64, 32, 32, 8, 8, 2, 2), gpu("v100")), 64 + 32 + 28 + 96);
+}
+
+TEST(Occupancy, LimitedByRegisters) {
+    // H200, 256 threads (8 warps), 108 registers, 24576 B of shared memory:
+    //  registers: 108*32 = 3456 -> 3584 per warp (256-register units), i.e. 112
+    //             per thread; a sub-partition has 65536/4 = 16384 registers ->
+    //             floor(16384/3584) = 4 warps, x4 = 16 warps per SM -> 16/8 = 2 blocks.
+    //  smem:      24576 + 1024 reserved = 25600 B; 233472 / 25600 = 9.1 -> 9.
+    //  threads:   2048/32 = 64 warps / 8 = 8.   slots: 32.
+    Occupancy o = occupancy(256, 108, 24576, gpu("h200"));
+    EXPECT_EQ(o.regs_allocated, 112);
+    EXPECT_EQ(o.by_registers, 2);
+    EXPECT_EQ(o.by_smem, 9);
+    EXPECT_EQ(o.by_threads, 8);
+    EXPECT_EQ(o.by_slots, 32);
+    EXPECT_EQ(o.blocks_per_sm, 2);
+    EXPECT_EQ(o.limiter, OccupancyLimiter::Registers);
+    EXPECT_DOUBLE_EQ(o.fraction, 16.0 / 64.0);
+}
+
+TEST(Occupancy, LimitedBySharedMemory) {
+    // A100, 256 threads, 52 registers, 64 KiB (64x64x32 tile, 4 stages):
+    //  smem: 65536 + 1024 = 66560; 167936 / 66560 = 2.52 -> 2.
+    //  regs: 52*32 = 1664 -> 1792 per warp; 16384/1792 = 9 warps x 4 = 36 / 8 = 4.
+    Occupancy o = occupancy(256, 52, 65536, gpu("a100"));
+    EXPECT_EQ(o.by_smem, 2);
+    EXPECT_EQ(o.by_registers, 4);
+    EXPECT_EQ(o.blocks_per_sm, 2);
+    EXPECT_EQ(o.limiter, OccupancyLimiter::SharedMemory);
+
+    // The 1 KiB the driver reserves per block matters: on H200 a quarter of the
+    // opt-in maximum, 232448/4 = 58112 B, gives 233472 / (58112 + 1024) = 3.9
+    // -> 3 blocks, not 4.
+    EXPECT_EQ(occupancy(128, 32, 58112, gpu("h200")).by_smem, 3);
+    // V100 reserves nothing: 98304 / 49152 = 2 exactly.
+    EXPECT_EQ(occupancy(256, 64, 49152, gpu("v100")).by_smem, 2);
+    // ... where A100 fits 167936 / (49152 + 1024) = 3.3 -> 3.
+    EXPECT_EQ(occupancy(256, 64, 49152, gpu("a100")).by_smem, 3);
+}
+
+TEST(Occupancy, LimitedByThreads) {
+    // RTX 3090, 1024 threads (32 warps), 32 registers, 8 KiB:
+    //  threads: 1536/32 = 48 warps / 32 = 1.
+    //  regs: 32*32 = 1024 per warp; 16384/1024 = 16 x 4 = 64 warps / 32 = 2.
+    //  smem: (8192 + 1024) = 9216; 102400 / 9216 = 11.   slots: 16.
+    Occupancy o = occupancy(1024, 32, 8192, gpu("rtx3090"));
+    EXPECT_EQ(o.by_threads, 1);
+    EXPECT_EQ(o.by_registers, 2);
+    EXPECT_EQ(o.by_smem, 11);
+    EXPECT_EQ(o.by_slots, 16);
+    EXPECT_EQ(o.blocks_per_sm, 1);
+    EXPECT_EQ(o.limiter, OccupancyLimiter::Threads);
+}
+
+TEST(Occupancy, LimitedByBlockSlots) {
+    // H200, 32 threads (one warp), 48 registers, 512 B:
+    //  regs: 48*32 = 1536 per warp; 16384/1536 = 10 x 4 = 40 blocks.
+    //  smem: 512 + 1024 = 1536; 233472/1536 = 152.  threads: 64.  slots: 32.
+    Occupancy o = occupancy(32, 48, 512, gpu("h200"));
+    EXPECT_EQ(o.by_registers, 40);
+    EXPECT_EQ(o.by_smem, 152);
+    EXPECT_EQ(o.by_threads, 64);
+    EXPECT_EQ(o.blocks_per_sm, 32);
+    EXPECT_EQ(o.limiter, OccupancyLimiter::BlockSlots);
+}
+
+// ---------------------------------------------------------------------------
+// The whole prediction for one configuration, by hand.
+
+TEST(Predict, HandComputedH200) {
+    const GpuSpec &h200 = gpu("h200");
+    Prediction p = predict(make_gemm(4096, 4096, 4096), sched(128, 128, 8, 8, 8, 3, 1), h200);
+    ASSERT_TRUE(p.feasible) << p.reason;
+    EXPECT_EQ(p.smem_per_block, 24576);  // 3 * 4 * 8 * 256
+    EXPECT_EQ(p.smem_limit, 48 * 1024);
+    EXPECT_EQ(p.regs_estimated, 108);
+    EXPECT_EQ(p.occ.blocks_per_sm, 2);
+    EXPECT_EQ(p.occ.limiter, OccupancyLimiter::Registers);
+
+    // Waves: 32 x 32 = 1024 blocks; 2 x 132 = 264 at a time -> 3.88 waves,
+    // 3 full and a tail of 1024 - 792 = 232 blocks = ceil(232/132) = 2 per SM.
+    EXPECT_EQ(p.total_blocks, 1024);
+    EXPECT_NEAR(p.waves, 1024.0 / 264.0, 1e-12);
+    EXPECT_EQ(p.full_waves, 3);
+    EXPECT_EQ(p.tail_blocks_per_sm, 2);
+
+    // One iteration, 512 of them, prefetch distance S-1 = 2 (cp.async).
+    EXPECT_EQ(p.k_iterations, 512);
+    EXPECT_EQ(p.prefetch_distance, 2);
+    // FMA: 8 warps on 4 schedulers -> the busiest runs 2; each warp does
+    //      8 k-steps x 64 FMA instructions at 32/(128/4) = 1 cycle = 512 -> 1024.
+    EXPECT_DOUBLE_EQ(p.fma_cycles, 1024);
+    // Shared memory: a warp spans 16 thread columns x 2 rows; per k step A needs
+    //      max(2 LDS.128, ceil(2*8*4/128)) = 2 wavefronts and B max(2, 16*8*4/128)
+    //      = 4; 8 warps x 8 k x 6 = 384, plus 8192 B of stage stores / 128 = 64.
+    EXPECT_DOUBLE_EQ(p.smem_cycles, 448);
+    // Issue: per warp 8 x (64 FMA + 2 + 2 LDS) + 2 cp.async + 16 overhead = 562;
+    //      the busiest scheduler issues 2 warps' worth = 1124.
+    EXPECT_DOUBLE_EQ(p.issue_cycles, 1124);
+    // Warp chain: 8 x (23 LDS latency + 64 FMAs) = 696 < 1124.
+    EXPECT_DOUBLE_EQ(p.warp_chain_cycles, 696);
+    // One block alone: max(1124, 696) + 2 barriers x 20 = 1164.
+    EXPECT_DOUBLE_EQ(p.compute_cycles, 1164);
+    // Load: 500 cycles latency + 8192 B at 70% of 5120/108 B/clk/SM
+    //      (= 33.2 B/clk sustained) = 246.9 cycles.
+    EXPECT_NEAR(p.load_transfer_cycles, 8192.0 / (0.7 * 5120.0 / 108.0), 1e-6);
+    EXPECT_NEAR(p.load_cycles, 500 + 8192.0 / (0.7 * 5120.0 / 108.0), 1e-6);
+    // 2 iterations of compute (2328) cover a 747-cycle load: nothing exposed.
+    EXPECT_EQ(p.exposed_load_cycles, 0);
+
+    // Main loop per wave: two blocks = 16 warps, 4 per scheduler:
+    //      512 x max(4 x max(512, 562), 16 x 56) = 512 x 2248 = 1,150,976 cycles,
+    //      more than one block's chain (512 x 1164); 4 waves of that.
+    EXPECT_NEAR(p.main_loop_us, 4 * 512 * 2248 / (1.98 * 1e3), 1e-6);
+    EXPECT_EQ(p.bound, Bound::SmCompute);
+    // The compute floor: 2 x 4096^3 / 66.9 TFLOP/s = 2054 us.
+    EXPECT_NEAR(p.compute_floor_us, 2.0 * 4096.0 * 4096.0 * 4096.0 / 66.9e6, 1e-6);
+    EXPECT_GE(p.total_us, p.compute_floor_us);
+    EXPECT_GE(p.total_us, p.memory_floor_us);
+    EXPECT_NEAR(p.total_us, p.prologue_us + p.main_loop_us + p.epilogue_us, 1e-9);
+
+    const std::string text = p.explain();
+    EXPECT_NE(text.find("limited by registers"), std::string::npos) << text;
+    EXPECT_NE(text.find("2 resident blocks per SM hide the loads"), std::string::npos) << text;
+    EXPECT_NE(text.find("SM compute throughput"), std::string::npos) << text;
+    printf("%s\n", text.c_str());
+}
+
+TEST(Predict, PipelineChainClosedFormMatchesRecurrence) {
+    // The closed form against the recurrence it solves, over a grid of
+    // latency/compute ratios, distances and trip counts.
+    for (int64_t e : {1, 2, 3, 5, 8, 17, 64}) {
+        for (int d = 0; d <= 6; d++) {
+            for (double load : {50.0, 400.0, 700.0, 1500.0}) {
+                for (double compute : {30.0, 100.0, 333.0, 1200.0}) {
+                    std::vector<double> t(e);
+                    for (int64_t i = 0; i < e; i++) {
+                        if (d == 0) {
+                            t[i] = (i == 0 ? 0 : t[i - 1] + compute) + load;
+                        } else {
+                            const double ready = (i < d ? 0 : t[i - d]) + load;
+                            t[i] = i == 0 ? ready : std::max(t[i - 1] + compute, ready);
+                        }
+                    }
+                    const double expect = t[e - 1] + compute;
+                    EXPECT_NEAR(pipeline_chain_cycles(e, d, load, compute), expect, 1e-9)
+                        << "E=" << e << " d=" << d << " L=" << load << " C=" << compute;
+                    if (d > 0) {
+                        EXPECT_LE(pipeline_chain_cycles(e, d, load, compute),
+                                  pipeline_chain_cycles(e, d - 1, load, compute));
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(Predict, PrefetchDistance) {
+    const Problem p = make_gemm(2048, 2048, 2048);
+    for (int s = 1; s <= 6; s++) {
+        const Schedule sc = sched(64, 64, 16, 4, 4, s, 1);
+        EXPECT_EQ(predict(p, sc, gpu("h200"), opt_in()).prefetch_distance, s - 1);
+        // V100 stages through registers: one tile ahead at most.
+        EXPECT_EQ(predict(p, sc, gpu("v100"), opt_in()).prefetch_distance, std::min(s - 1, 1));
+    }
+}
+
+TEST(Predict, BatchMultipliesBlocks) {
+    const Schedule s = sched(64, 64, 16, 8, 8, 2, 1);
+    // 512/64 = 8 x 8 = 64 blocks per matrix, 12 matrices.
+    EXPECT_EQ(predict(make_bmm(12, 512, 512, 64), s, gpu("a100")).total_blocks, 768);
+    EXPECT_EQ(predict(make_gemm(512, 512, 64), s, gpu("a100")).total_blocks, 64);
+    // Ragged edges round up: ceil(100/64) x ceil(70/64) = 2 x 2.
+    EXPECT_EQ(predict(make_gemm(100, 70, 64), s, gpu("a100")).total_blocks, 4);
+}
+
+TEST(Predict, MemoryBoundProblem) {
+    // K = 8: 2*8192*8192*8 = 1.07 GFLOP but 268 MB of C to write.
+    Prediction p = predict(make_gemm(8192, 8192, 8), sched(128, 128, 8, 8, 8, 2, 1), gpu("h200"));
+    ASSERT_TRUE(p.feasible) << p.reason;
+    // DRAM floor: 4*(8192*8 + 8*8192 + 8192*8192) B at 85% of 4800 GB/s = 66.0 us.
+    const double dram = 4.0 * (8192 * 8 * 2 + 8192.0 * 8192.0);
+    EXPECT_NEAR(p.dram_traffic_bytes, dram, 1);
+    EXPECT_NEAR(p.memory_floor_us, dram / (0.85 * 4800e3), 1e-6);
+    EXPECT_GT(p.memory_floor_us, p.compute_floor_us);
+    printf("%s\n", p.explain().c_str());
+}
+
+// ---------------------------------------------------------------------------
+// Feasibility: shared memory under the limit that applies, registers.
+
+TEST(Feasibility, SharedMemoryOverHalideDefaultIsRejected) {
+    const Problem p = make_gemm(4096, 4096, 4096);
+    // 128x128x32: 4*32*256 = 32768 B per stage; 6 stages = 196608 B.
+    const Schedule deep = sched(128, 128, 32, 8, 8, 6, 1);
+    ASSERT_EQ(deep.smem_bytes(), 196608);
+    for (const GpuSpec &g : all_gpus()) {
+        Prediction r = predict(p, deep, g);
+        EXPECT_FALSE(r.feasible) << g.name;
+        EXPECT_EQ(r.bound, Bound::Infeasible);
+        EXPECT_TRUE(std::isinf(r.total_us));
+        EXPECT_NE(r.reason.find("48 KiB"), std::string::npos) << r.reason;
+        EXPECT_NE(r.explain().find("infeasible"), std::string::npos);
+    }
+    // Under the opt-in maximum it fits where that maximum is 227 KiB...
+    EXPECT_TRUE(predict(p, deep, gpu("h200"), opt_in()).feasible);
+    EXPECT_TRUE(predict(p, deep, gpu("h100"), opt_in()).feasible);
+    // ...and not where it is 163, 99 or 96 KiB.
+    EXPECT_FALSE(predict(p, deep, gpu("a100"), opt_in()).feasible);
+    EXPECT_FALSE(predict(p, deep, gpu("rtx4090"), opt_in()).feasible);
+    EXPECT_FALSE(predict(p, deep, gpu("rtx3090"), opt_in()).feasible);
+    EXPECT_FALSE(predict(p, deep, gpu("v100"), opt_in()).feasible);
+    // 5 stages = 163840 B fit A100's 166912.
+    EXPECT_TRUE(predict(p, sched(128, 128, 32, 8, 8, 5, 1), gpu("a100"), opt_in()).feasible);
+
+    // The default message points at the opt-in when it would help.
+    Prediction r = predict(p, sched(128, 128, 32, 8, 8, 3, 1), gpu("a100"));
+    EXPECT_FALSE(r.feasible);
+    EXPECT_NE(r.reason.find("opt-in maximum of 163 KiB"), std::string::npos) << r.reason;
+}
+
+TEST(Feasibility, SharedMemoryLimitIsInclusive) {
+    // 128x64x32: 4*32*192 = 24576 B per stage; two stages are exactly 48 KiB.
+    const Problem p = make_gemm(1024, 1024, 1024);
+    EXPECT_TRUE(predict(p, sched(128, 64, 32, 8, 8, 2, 1), gpu("h200")).feasible);
+    EXPECT_FALSE(predict(p, sched(128, 64, 32, 8, 8, 3, 1), gpu("h200")).feasible);
+    EXPECT_EQ(smem_limit_bytes(gpu("h200"), SmemLimit::HalideDefault), 49152);
+    EXPECT_EQ(smem_limit_bytes(gpu("h200"), SmemLimit::OptIn), 232448);
+}
+
+TEST(Feasibility, RegistersPerBlockAndPerThread) {
+    const Problem p = make_gemm(4096, 4096, 4096);
+    // 256x256x16 with 8x8 per thread: 1024 threads x 112 registers = 114688 > 65536.
+    Prediction r = predict(p, sched(256, 256, 16, 8, 8, 1, 1), gpu("h200"));
+    EXPECT_FALSE(r.feasible);
+    EXPECT_NE(r.reason.find("114688 registers per block"), std::string::npos) << r.reason;
+    // A 16x16 thread tile: 256 + 2*16... = 256 + 32 + 28 = 316 > 255 per thread.
+    r = predict(p, sched(256, 128, 16, 16, 16, 1, 1), gpu("h200"));
+    EXPECT_FALSE(r.feasible);
+    EXPECT_NE(r.reason.find("316 registers per thread"), std::string::npos) << r.reason;
+}
+
+TEST(Feasibility, FitsNeedsNoProblem) {
+    // The plugin's pre-codegen check agrees with predict() on every schedule.
+    const Problem p = make_gemm(2048, 2048, 2048);
+    for (const Schedule &s : enumerate_schedules()) {
+        for (const char *name : {"h200", "v100", "rtx3090"}) {
+            std::string why;
+            const bool ok = fits(s, gpu(name), ModelOptions(), &why);
+            const Prediction r = predict(p, s, gpu(name));
+            EXPECT_EQ(ok, r.feasible) << s.to_string();
+            EXPECT_EQ(why, r.reason) << s.to_string();
+        }
+    }
+    std::string why;
+    EXPECT_FALSE(fits(sched(128, 128, 32, 8, 8, 6, 1), gpu("h200"), ModelOptions(), &why));
+    EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+    EXPECT_TRUE(fits(sched(128, 128, 32, 8, 8, 6, 1), gpu("h200"), opt_in()));
+    EXPECT_FALSE(fits(sched(16, 16, 8, 4, 4, 1, 1), gpu("h200")));
+}
+
+TEST(Feasibility, StructurallyInvalidIsRejected) {
+    Prediction r = predict(make_gemm(64, 64, 64), sched(16, 16, 8, 4, 4, 1, 1), gpu("h200"));
+    EXPECT_FALSE(r.feasible);
+    EXPECT_FALSE(r.reason.empty());
+    r = predict(make_gemm(0, 64, 64), sched(128, 128, 8, 8, 8, 1, 1), gpu("h200"));
+    EXPECT_FALSE(r.feasible);
+}
+
+// ---------------------------------------------------------------------------
+// The stage property: more stages never predicted slower while loads are still
+// exposed and the configuration still fits (feasible, same occupancy).
+
+TEST(Property, MoreStagesNeverSlowerWhileLoadsExposed) {
+    const std::vector<Problem> problems = {
+        make_gemm(4096, 4096, 4096), make_gemm(1024, 768, 768), make_bmm(12, 512, 512, 64),
+        make_gemm(256, 256, 8192),   make_gemm(128, 2048, 1024),
+        make_conv2d_nhwc({64, 56, 56, 64, 64, 3, 3, 1, 1}),
+    };
+    SearchSpace space;
+    space.max_smem_stages = 1;  // tile shapes and R; S is varied below
+    const std::vector<Schedule> shapes = enumerate_schedules(space);
+
+    size_t pairs = 0, exposed_pairs = 0, strictly_faster = 0, occupancy_drops = 0,
+           slower_after_drop = 0;
+    for (const GpuSpec &g : all_gpus()) {
+        for (SmemLimit limit : {SmemLimit::HalideDefault, SmemLimit::OptIn}) {
+            ModelOptions o;
+            o.smem_limit = limit;
+            for (const Problem &p : problems) {
+                for (Schedule s : shapes) {
+                    s.smem_stages = 1;
+                    Prediction prev = predict(p, s, g, o);
+                    for (int stages = 2; stages <= 6; stages++) {
+                        s.smem_stages = stages;
+                        Prediction next = predict(p, s, g, o);
+                        if (prev.feasible && next.feasible) {
+                            if (next.occ.blocks_per_sm == prev.occ.blocks_per_sm) {
+                                pairs++;
+                                // With occupancy unchanged a stage costs nothing in the
+                                // model, so it is never slower, exposed or not...
+                                EXPECT_LE(next.total_us, prev.total_us * (1 + 1e-12))
+                                    << g.name << " " << p.to_string() << " " << s.to_string();
+                                // Exposure itself only shrinks once both use cp.async (or
+                                // both stage through registers): going from S=1 to S=2
+                                // also makes the copy cheaper, which can make the loads a
+                                // larger share of a shorter iteration.
+                                if (stages > 2 || !g.has_async_copy) {
+                                    EXPECT_LE(next.exposed_load_cycles, prev.exposed_load_cycles + 1e-9)
+                                        << g.name << " " << p.to_string() << " " << s.to_string();
+                                }
+                                // ...and the property the issue states.
+                                if (prev.exposed_load_cycles > 0) {
+                                    exposed_pairs++;
+                                    EXPECT_LE(next.total_us, prev.total_us * (1 + 1e-12));
+                                    strictly_faster += next.total_us < prev.total_us;
+                                }
+                            } else {
+                                occupancy_drops++;
+                                slower_after_drop += next.total_us > prev.total_us;
+                            }
+                        }
+                        prev = next;
+                    }
+                }
+            }
+        }
+    }
+    printf("stage pairs checked: %zu (%zu with exposed loads, %zu of those strictly faster); "
+           "%zu pairs lose occupancy, %zu of them predicted slower\n",
+           pairs, exposed_pairs, strictly_faster, occupancy_drops, slower_after_drop);
+    EXPECT_GT(pairs, 10000u);
+    EXPECT_GT(exposed_pairs, 1000u);
+    // Pipelining is not a no-op in the model: exposed loads get hidden.
+    EXPECT_GT(strictly_faster, 100u);
+    // And deeper is not free: losing a block per SM to shared memory can cost
+    // more than the extra stage hides (the CUTLASS maintainers' warning).
+    EXPECT_GT(slower_after_drop, 0u);
+}
+
+TEST(Property, V100DeeperThanTwoStagesBuysNothing) {
+    // Register-staged prefetch hides one iteration at most, so S = 3..6 can
+    // only cost shared memory.
+    const Problem p = make_gemm(1024, 1024, 1024);
+    const Schedule base = sched(64, 64, 16, 4, 4, 2, 1);
+    const Prediction two = predict(p, base, gpu("v100"), opt_in());
+    ASSERT_TRUE(two.feasible);
+    for (int s = 3; s <= 6; s++) {
+        Schedule deeper = base;
+        deeper.smem_stages = s;
+        const Prediction r = predict(p, deeper, gpu("v100"), opt_in());
+        ASSERT_TRUE(r.feasible);
+        EXPECT_GE(r.total_us, two.total_us * (1 - 1e-12));
+    }
+}
+
+TEST(Property, ExposedLoadsShrinkWithStagesOnH200) {
+    // A latency-bound case: one small block per SM with a short k tile, so one
+    // iteration's compute cannot cover a global load. Every extra stage hides
+    // more until the loads are covered.
+    const Problem p = make_gemm(512, 512, 4096);
+    double prev_time = 1e300, prev_exposed = 1e300;
+    for (int s = 1; s <= 6; s++) {
+        const Prediction r = predict(p, sched(64, 64, 16, 4, 4, s, 1), gpu("h200"));
+        ASSERT_TRUE(r.feasible) << r.reason;
+        printf("S=%d: exposed %.0f cycles/iteration, %.2f us (%s)\n", s, r.exposed_load_cycles,
+               r.total_us, to_string(r.bound));
+        EXPECT_LE(r.exposed_load_cycles, prev_exposed);
+        EXPECT_LE(r.total_us, prev_time);
+        prev_time = r.total_us;
+        prev_exposed = r.exposed_load_cycles;
+        if (s == 1) {
+            EXPECT_GT(r.exposed_load_cycles, 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Search.
+
+TEST(Search, EnumeratesTheSpace) {
+    const std::vector<Schedule> all = enumerate_schedules();
+    // 284 valid tile shapes x 6 shared stages x 2 register stages.
+    EXPECT_EQ(all.size(), 3408u);
+    for (const Schedule &s : all) {
+        EXPECT_TRUE(structurally_valid(s)) << s.to_string();
+    }
+}
+
+TEST(Search, RanksAtLeastAThousandCandidatesQuickly) {
+    const Problem p = make_gemm(4096, 4096, 4096);
+    SearchResult r = search(p, default_gpu());
+    printf("%s", r.report(10).c_str());
+    printf("search: %zu candidates in %.3f ms\n", r.enumerated, r.seconds * 1e3);
+
+    EXPECT_GE(r.enumerated, 1000u);
+    EXPECT_EQ(r.feasible, r.ranked.size());
+    EXPECT_EQ(r.enumerated, r.feasible + r.rejected_smem + r.rejected_registers + r.rejected_other);
+    EXPECT_GT(r.rejected_smem, 0u);  // the 48 KiB default bites
+    ASSERT_FALSE(r.ranked.empty());
+    for (size_t i = 0; i < r.ranked.size(); i++) {
+        EXPECT_TRUE(r.ranked[i].feasible);
+        EXPECT_LE(r.ranked[i].smem_per_block, 48 * 1024);
+        if (i > 0) {
+            EXPECT_LE(r.ranked[i - 1].total_us, r.ranked[i].total_us);
+        }
+    }
+    EXPECT_LT(r.seconds, 5.0);  // goal: <= 1 s; this is a generous bound for slow CI
+}
+
+TEST(Search, OptInWidensTheSpaceAndNeverLoses) {
+    for (const char *name : {"h200", "a100", "rtx4090", "v100"}) {
+        for (const Problem &p : {make_gemm(4096, 4096, 4096), make_bmm(12, 512, 64, 512)}) {
+            SearchOptions def, opt;
+            opt.model.smem_limit = SmemLimit::OptIn;
+            SearchResult a = search(p, gpu(name), def);
+            SearchResult b = search(p, gpu(name), opt);
+            EXPECT_GT(b.feasible, a.feasible) << name;
+            ASSERT_FALSE(a.ranked.empty());
+            ASSERT_FALSE(b.ranked.empty());
+            EXPECT_LE(b.ranked[0].total_us, a.ranked[0].total_us) << name;
+        }
+    }
+}
+
+TEST(Search, KeepReturnsTheBestPrefix) {
+    const Problem p = make_conv2d_nhwc({64, 56, 56, 64, 64, 3, 3, 1, 1});
+    SearchResult all = search(p, gpu("a100"));
+    SearchOptions o;
+    o.keep = 5;
+    SearchResult top = search(p, gpu("a100"), o);
+    ASSERT_EQ(top.ranked.size(), 5u);
+    EXPECT_EQ(top.feasible, all.feasible);
+    for (size_t i = 0; i < 5; i++) {
+        EXPECT_EQ(top.ranked[i].schedule.to_string(), all.ranked[i].schedule.to_string());
+    }
+}
+
+TEST(Search, EveryGpuFindsSomething) {
+    for (const GpuSpec &g : all_gpus()) {
+        SearchResult r = search(make_gemm(1024, 768, 768), g);
+        ASSERT_FALSE(r.ranked.empty()) << g.name;
+        printf("%-8s best %-24s %9.2f us  %s\n", g.name.c_str(), r.ranked[0].schedule.to_string().c_str(),
+               r.ranked[0].total_us, to_string(r.ranked[0].bound));
+    }
+}
