@@ -51,17 +51,18 @@ ByteRange byte_range(const Expr &index, const Type &t, const KernelContext &ctx)
     return r;
 }
 
-bool contains_produce_of(const Stmt &s, const std::set<std::string> &funcs) {
+/** The first of `funcs` produced in s, or "". */
+std::string produce_in(const Stmt &s, const std::set<std::string> &funcs) {
     class Finder : public IRVisitor {
         using IRVisitor::visit;
         void visit(const ProducerConsumer *op) override {
-            found = found || (op->is_producer && funcs.count(op->name));
+            if (found.empty() && op->is_producer && funcs.count(op->name)) found = op->name;
             IRVisitor::visit(op);
         }
 
     public:
         const std::set<std::string> &funcs;
-        bool found = false;
+        std::string found;
         Finder(const std::set<std::string> &funcs)
             : funcs(funcs) {
         }
@@ -246,7 +247,7 @@ void flatten(const Stmt &s, const std::set<std::string> &pipelined, std::vector<
         flatten(b->rest, pipelined, out);
         return;
     }
-    if (!contains_produce_of(s, pipelined)) {
+    if (produce_in(s, pipelined).empty()) {
         out.push_back(s);
         return;
     }
@@ -331,11 +332,11 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
         }
         if (is_barrier(s)) {
             result.body.roles.push_back(StmtRole::Barrier);
-        } else if (!produced.empty() || contains_produce_of(s, pipelined)) {
+        } else if (!produced.empty() || !produce_in(s, pipelined).empty()) {
             user_assert(!produced.empty())
-                << "alcop::pipeline: a pipelined Func produced in " << describe_loop(loop)
-                << " does not store into the kernel's GPU shared allocation. Level::Shared needs "
-                << "store_in(MemoryType::GPUShared).\n";
+                << "alcop::pipeline(" << produce_in(s, pipelined) << "): " << produce_in(s, pipelined)
+                << " does not store into the kernel's GPU shared allocation in " << describe_loop(loop)
+                << ". Level::Shared needs store_in(MemoryType::GPUShared).\n";
             user_assert(!buffers.count(produced))
                 << "alcop::pipeline(" << produced << "): " << produced << " is produced more than once in "
                 << describe_loop(loop) << ".\n";

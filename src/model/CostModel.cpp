@@ -126,8 +126,12 @@ Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
 // than it is requested).
 double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &gpu,
                            int blocks_per_sm, int64_t total_blocks, double l2_traffic) {
-    const double unique = double(p.a_bytes) + double(p.b_bytes) + double(p.c_bytes());
-    if (p.a_bytes + p.b_bytes <= gpu.l2_bytes / 2) {
+    // A Problem built by hand may leave the unique bytes at 0: read that as
+    // dense operands.
+    const double a_bytes = p.a_bytes > 0 ? double(p.a_bytes) : 4.0 * p.batch * p.m * p.k;
+    const double b_bytes = p.b_bytes > 0 ? double(p.b_bytes) : 4.0 * p.batch * p.k * p.n;
+    const double unique = a_bytes + b_bytes + double(p.c_bytes());
+    if (a_bytes + b_bytes <= gpu.l2_bytes / 2) {
         return unique;
     }
     // Blocks are launched with the N tile fastest, then the M tile, then batch.
@@ -140,8 +144,8 @@ double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &g
     const int64_t cols = std::min(gx, count) * batches;
     // Dense operands have a_scale = b_scale = 1; an implicit-GEMM convolution
     // re-reads input pixels across rows of its virtual A, which L2 absorbs.
-    const double a_scale = double(p.a_bytes) / (4.0 * p.batch * p.m * p.k);
-    const double b_scale = double(p.b_bytes) / (4.0 * p.batch * p.k * p.n);
+    const double a_scale = a_bytes / (4.0 * p.batch * p.m * p.k);
+    const double b_scale = b_bytes / (4.0 * p.batch * p.k * p.n);
     const double wave_bytes = 4.0 * p.k * (rows * s.bm * a_scale + cols * s.bn * b_scale);
     const double waves = double(ceil_div(total_blocks, concurrent));
     const double dram = waves * wave_bytes + double(p.c_bytes());

@@ -33,9 +33,9 @@
  * it thousands of times.
  * A Prediction with feasible == false always has a non-empty reason and a
  * total_us of +infinity. With everything else fixed, adding a shared stage
- * never makes a feasible prediction slower unless it lowers occupancy (the
- * only ways a stage costs anything are shared memory and, on V100, the first
- * stage's staging registers).
+ * never makes a feasible prediction slower unless it lowers occupancy: the
+ * only things a stage costs are shared memory and, without cp.async, the
+ * staging registers that S >= 2 needs.
  */
 
 #include "model/GpuSpec.h"
@@ -53,7 +53,8 @@ struct Problem {
     int64_t m = 0, n = 0, k = 0;
     /** Bytes of distinct A and B data in DRAM. For a plain GEMM 4*batch*M*K and
      * 4*batch*K*N; an implicit-GEMM convolution reads each input pixel for many
-     * rows of its virtual A, so its unique A bytes are the input tensor's size. */
+     * rows of its virtual A, so its unique A bytes are the input tensor's size.
+     * 0 means dense (the GEMM sizes). */
     int64_t a_bytes = 0, b_bytes = 0;
 
     /** 2 * batch * M * N * K. */

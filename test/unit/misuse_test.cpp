@@ -1,0 +1,185 @@
+// Every rejected use of the directive raises a Halide user error that names the Func and
+// the reason. Most cases are built as IR directly (the shapes Halide hands the pass), so
+// that each test pins one defect.
+
+#include "Halide.h"
+
+#include "Directive.h"
+#include "rewrite/LowerPipelines.h"
+
+#include <gtest/gtest.h>
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+const std::string K = "K";
+
+Expr var(const std::string &name) {
+    return Variable::make(Int(32), name);
+}
+Expr load(const std::string &buf, Expr index) {
+    return Load::make(Float(32), buf, std::move(index), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
+}
+Stmt store(const std::string &buf, Expr index, Expr value) {
+    return Store::make(buf, std::move(value), std::move(index), Parameter(), const_true(), ModulusRemainder());
+}
+Stmt barrier() {
+    return Evaluate::make(Call::make(Int(32), Call::gpu_thread_barrier, {2}, Call::Intrinsic));
+}
+Stmt produce(const std::string &f, Stmt s) {
+    return ProducerConsumer::make_produce(f, std::move(s));
+}
+Stmt consume(const std::string &f, Stmt s) {
+    return ProducerConsumer::make_consume(f, std::move(s));
+}
+Stmt streaming_loop(Stmt body) {
+    return For::make("ko", 0, var(K), ForType::Serial, DeviceAPI::None, std::move(body));
+}
+// One block of 16 threads with a shared allocation "S" of `elems` floats.
+Stmt kernel(Stmt thread_body, int elems = 16) {
+    Stmt threads = For::make("tx", 0, 16, ForType::GPUThread, DeviceAPI::OpenCL, std::move(thread_body));
+    Stmt alloc = Allocate::make("S", Float(32), MemoryType::GPUShared, {elems}, const_true(), threads);
+    return For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc);
+}
+
+// The copy of tile ko of "in" into P's 16 floats at the start of S.
+Stmt copy_tile(Expr at = var("tx")) {
+    return produce("P", store("S", std::move(at), load("in", var("ko") * 16 + var("tx"))));
+}
+// A consumer that reads P reversed and writes the global "out".
+Stmt use_tile(Expr at = 15 - var("tx")) {
+    return consume("P", store("out", var("ko") * 16 + var("tx"), load("S", std::move(at))));
+}
+
+std::string error_of(const Stmt &s, int stages = 2, alcop::Level level = alcop::Level::Shared) {
+    try {
+        alcop::inject_pipelines(s, {{"P", {stages, level}}});
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_REJECTED(stmt, reason)                                        \
+    do {                                                                     \
+        std::string msg = error_of(stmt);                                    \
+        EXPECT_NE(msg.find("alcop::pipeline(P)"), std::string::npos) << msg; \
+        EXPECT_NE(msg.find(reason), std::string::npos) << msg;               \
+    } while (0)
+
+TEST(Misuse, TheWellFormedKernelIsAccepted) {
+    Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(), barrier()})));
+    EXPECT_EQ(error_of(s), "");
+    std::ostringstream text;
+    text << alcop::inject_pipelines(s, {{"P", {2, alcop::Level::Shared}}});
+    EXPECT_NE(text.str().find("S[float32 * 32]"), std::string::npos) << text.str();
+}
+
+TEST(Misuse, StagesBelowOne) {
+    Func f("f");
+    Var x;
+    f(x) = x;
+    try {
+        alcop::pipeline(f, 0);
+        FAIL() << "stages = 0 was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("alcop::pipeline(f, 0)"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Misuse, ReadAfterTheLoop) {
+    Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
+    EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
+                    "is read after the loop");
+}
+
+TEST(Misuse, ProducerReadsSharedMemory) {
+    Stmt copy = produce("P", store("S", var("tx"), load("S", var("tx") + 16)));
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy, barrier(), use_tile()})), 32), "reads GPU shared memory");
+}
+
+TEST(Misuse, ProducerReadsWhatTheLoopWrites) {
+    Stmt copy = produce("P", store("S", var("tx"), load("acc", 0)));
+    Stmt use = consume("P", store("acc", 0, load("S", var("tx"))));
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy, barrier(), use}))), "which the serial loop ko writes");
+}
+
+TEST(Misuse, TileMovesWithTheIterations) {
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(var("tx") + var("ko") * 16), barrier(), use_tile()})), 64),
+                    "changes with the iterations");
+}
+
+TEST(Misuse, WrittenOutsideItsProducer) {
+    Stmt clobber = consume("P", store("S", var("tx"), 0.0f));
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(), clobber}))),
+                    "is written outside its producer");
+}
+
+TEST(Misuse, ReadBeforeItIsProduced) {
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({use_tile(), barrier(), copy_tile(), barrier()}))),
+                    "before it is produced");
+}
+
+TEST(Misuse, AmbiguousAccess) {
+    // Reads S[8, 24): half in P's tile, half in whatever follows it.
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(var("tx") + 8)})), 32),
+                    "without lying inside it");
+}
+
+TEST(Misuse, NotInAGpuKernel) {
+    Stmt s = streaming_loop(Block::make(copy_tile(), use_tile()));
+    EXPECT_REJECTED(Allocate::make("S", Float(32), MemoryType::Stack, {16}, const_true(), s),
+                    "not computed inside a GPU kernel");
+}
+
+TEST(Misuse, ComputedAtTheBlockLevel) {
+    EXPECT_REJECTED(kernel(Block::make({copy_tile(), barrier(), use_tile()})), "GPU block level");
+}
+
+TEST(Misuse, NotStoredInSharedMemory) {
+    Stmt copy = produce("P", store("R", var("tx"), load("in", var("ko") * 16 + var("tx"))));
+    Stmt use = consume("P", store("out", var("tx"), load("R", var("tx"))));
+    Stmt loop = streaming_loop(Block::make({copy, barrier(), use}));
+    EXPECT_REJECTED(kernel(Allocate::make("R", Float(32), MemoryType::Register, {16}, const_true(), loop)),
+                    "GPU shared");
+}
+
+TEST(Misuse, NotProducedAtAll) {
+    EXPECT_REJECTED(kernel(streaming_loop(use_tile())), "is not produced in the lowered pipeline");
+}
+
+TEST(Misuse, RegisterLevelIsNotSupportedYet) {
+    Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})));
+    std::string msg = error_of(s, 2, alcop::Level::Register);
+    EXPECT_NE(msg.find("Level::register"), std::string::npos) << msg;
+}
+
+// A real schedule: a reduction split with a guarded tail makes the last tile smaller and
+// moves it, so the pass must refuse it.
+TEST(Misuse, GuardedReductionTailInARealSchedule) {
+    ImageParam A(Float(32), 2, "A");
+    Var x("x"), y("y"), tx("tx"), bx("bx");
+    RDom r(0, A.dim(0).extent(), "r");
+    RVar ko("ko"), ki("ki");
+    Func P("P"), sum("sum"), out("out");
+    P(x, y) = A(x, y);
+    sum(y) = 0.0f;
+    sum(y) += P(r, y);
+    out(y) = sum(y);
+    out.gpu_tile(y, bx, tx, 16);
+    sum.compute_at(out, bx).gpu_threads(y).update().split(r, ko, ki, 8).reorder(ki, y, ko).gpu_threads(y);
+    P.compute_at(sum, ko).store_in(MemoryType::GPUShared).gpu_threads(y);
+    alcop::pipeline(P, 2);
+    Pipeline p(out);
+    alcop::enable(p);
+    try {
+        p.compile_to_module(p.infer_arguments(), "guarded", Target("host-opencl"));
+        FAIL() << "a moving tile was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("alcop::pipeline(P)"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
