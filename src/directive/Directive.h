@@ -19,6 +19,7 @@
 #include "Halide.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -62,11 +63,12 @@ struct Options {
  * a Generator, call `alcop::enable(get_pipeline())` from schedule(). */
 void enable(Halide::Pipeline p, const Options &options = Options());
 
-/** Called by the lowering pass with the Stmt it received and the one it returns, for tools
- * and tests that inspect what it did (process-wide, like Halide's CompilerLogger). An empty
- * function removes it. */
+/** Called by the lowering pass with the Stmt it received, the one it returns and the requests
+ * it honoured (keyed by Func name), for tools and tests that inspect what it did
+ * (process-wide, like Halide's CompilerLogger). An empty function removes it. */
 using LoweringObserver =
-    std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after)>;
+    std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after,
+                       const std::map<std::string, PipelineRequest> &requests)>;
 void set_lowering_observer(LoweringObserver observer);
 
 }  // namespace alcop

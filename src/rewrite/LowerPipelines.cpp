@@ -238,9 +238,10 @@ void set_lowering_observer(LoweringObserver o) {
 }
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
-    Stmt result = compact_thread_registers(inject_pipelines(s, collect_requests(outputs), options));
+    const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
+    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options));
     if (observer()) {
-        observer()(s, result);
+        observer()(s, result, requests);
     }
     return result;
 }
