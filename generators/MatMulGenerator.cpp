@@ -15,6 +15,7 @@
 
 #include "Directive.h"
 #include "Error.h"
+#include "copy/CopyLowering.h"
 
 namespace {
 
@@ -60,9 +61,29 @@ public:
         std::vector<Var> batch;
         if (Batched) batch.push_back(b);
 
-        // The staged tiles: copies of A and B that read zeros outside the matrices.
-        std::vector<Expr> a_args{clamp(k, 0, K - 1), clamp(m, 0, M - 1)};
-        std::vector<Expr> b_args{clamp(n, 0, N - 1), clamp(k, 0, K - 1)};
+        // The staged tiles: copies of A and B that read zeros outside the matrices. Where the
+        // copies become cp.async (CUDA, sm_80+), the contiguous dimension is not clamped, so
+        // that each thread's copy is one dense, aligned vector load; cp.async's src-size then
+        // reads only the elements inside the row and zero-fills the rest. Elsewhere every
+        // lane's index is clamped, so no load leaves the matrix.
+        const bool async = alcop::copy_kind_for(DeviceAPI::CUDA, this->get_target()) == alcop::CopyKind::Async;
+        auto contiguous = [&](Expr i, Expr extent) {
+            return async ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
+        };
+        if (async) {
+            // What makes a whole vector aligned: zero-based rows whose strides are multiples of
+            // the vector, in 16-byte aligned allocations (and, below, output tiles, which pick
+            // the columns of B, that start at column 0).
+            for (Input<Buffer<float>> *in : {&A, &B}) {
+                in->set_host_alignment(16);
+                in->dim(0).set_min(0);
+                for (int d = 1; d < in->dimensions(); d++) {
+                    in->dim(d).set_stride((in->dim(d).stride() / vw) * vw);
+                }
+            }
+        }
+        std::vector<Expr> a_args{contiguous(k, K), clamp(m, 0, M - 1)};
+        std::vector<Expr> b_args{contiguous(n, N), clamp(k, 0, K - 1)};
         std::vector<Var> a_vars{k, m}, b_vars{n, k}, out_vars{x, y};
         for (Var v : batch) {
             a_args.push_back(v);
@@ -84,6 +105,9 @@ public:
         prod(out_vars) = 0.0f;
         prod(out_vars) += A_shared(a_use) * B_shared(b_use);
         out(out_vars) = prod(out_vars);
+        if (async) {
+            out.dim(0).set_min(0);
+        }
     }
 
     void schedule() {
@@ -139,6 +163,7 @@ public:
             alcop::pipeline(f, stages);
         }
         alcop::Options options;
+        options.target = this->get_target();
         options.fault = fault;
         alcop::enable(this->get_pipeline(), options);
     }

@@ -77,12 +77,14 @@ class FindStreamingLoops : public IRVisitor {
 
     const std::map<std::string, PipelineRequest> &requests;
     int kernel_depth = 0;
+    DeviceAPI device = DeviceAPI::None;
     const Allocate *shared = nullptr;
     std::vector<const For *> serial;
     KernelContext ctx;
 
     void visit(const For *op) override {
         if (op->for_type == ForType::GPUBlock) {
+            device = op->device_api;
             kernel_depth++;
             IRVisitor::visit(op);
             kernel_depth--;
@@ -94,6 +96,7 @@ class FindStreamingLoops : public IRVisitor {
         }
         if (op->for_type == ForType::Serial) {
             loop_order.push_back(op);
+            loop_device[op] = device;
             entry[op] = ctx;
             entry_allocation[op] = shared;
             serial.push_back(op);
@@ -148,6 +151,7 @@ public:
     }
 
     std::vector<const For *> loop_order;  ///< serial loops of kernels, in program order
+    std::map<const For *, DeviceAPI> loop_device;
     std::map<const For *, KernelContext> entry;
     std::map<const For *, const Allocate *> entry_allocation;
     std::map<std::string, std::vector<const For *>> produced_in;
@@ -496,6 +500,7 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
             result.kernels.emplace_back();
             k = result.kernels.end() - 1;
             k->allocation = alloc;
+            k->device = finder.loop_device.at(loop);
         }
         k->loops.push_back(analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second,
                                         result.owner, k->has_other_buffers));

@@ -60,6 +60,7 @@ struct PipelineLoop {
 
 /** One kernel's merged shared allocation and the pipelined loops that use it. */
 struct KernelPipelines {
+    Halide::DeviceAPI device = Halide::DeviceAPI::None;  ///< of the kernel's gpu_block loops
     const Halide::Internal::Allocate *allocation = nullptr;
     std::vector<PipelineLoop> loops;
     /** Some access to the allocation belongs to no pipelined buffer, so the allocation's

@@ -30,12 +30,13 @@ class Measure : public IRVisitor {
     std::vector<Expr> conditions;
     std::string shared;
     bool in_consume = false;
+    bool counted_barriers = false;
 
     void visit(const Allocate *op) override {
         if (op->memory_type == MemoryType::GPUShared) {
             shape.shared_elems = op->constant_allocation_size();
             shared = op->name;
-        } else if (op->memory_type == MemoryType::Register) {
+        } else if (op->memory_type == MemoryType::Register && shape.register_elems < 0) {
             shape.register_elems = op->constant_allocation_size();
         }
         IRVisitor::visit(op);
@@ -55,9 +56,11 @@ class Measure : public IRVisitor {
         // A barrier right after a streaming loop.
         std::vector<Stmt> stmts;
         flatten(op, stmts);
-        for (size_t i = 0; i + 1 < stmts.size(); i++) {
+        for (size_t i = 0; i < stmts.size(); i++) {
             const For *f = stmts[i].as<For>();
-            if (f && is_barrier(stmts[i + 1])) followed_by_barrier.insert(f->name);
+            for (size_t j = i + 1; f && j < stmts.size(); j++) {
+                if (is_barrier(stmts[j])) followed_by_barrier.insert(f->name);
+            }
         }
         IRVisitor::visit(op);
     }
@@ -79,6 +82,9 @@ class Measure : public IRVisitor {
         if (op->is_producer && watched(op->name)) {
             if (!serial.empty() && shape.loop.empty()) {
                 shape.loop = serial.back()->name;
+            }
+            if (!serial.empty() && serial.back()->name == shape.loop && !counted_barriers) {
+                counted_barriers = true;
                 std::vector<Stmt> body;
                 flatten(serial.back()->body, body);
                 for (const Stmt &s : body) shape.loop_barriers += is_barrier(s);
@@ -116,15 +122,20 @@ class Measure : public IRVisitor {
 public:
     std::set<std::string> funcs, followed_by_barrier;
     PipelineSummary shape;
-    Measure(std::set<std::string> funcs)
+    Measure(std::set<std::string> funcs, std::string loop)
         : funcs(std::move(funcs)) {
+        shape.loop = std::move(loop);
     }
 };
 
 }  // namespace
 
 PipelineSummary summarize_pipeline(const Stmt &s, const std::set<std::string> &funcs) {
-    Measure m(funcs);
+    // The first pass finds the loop (its first produce node may follow the consumers, when
+    // copies are staged through registers); the second reads it.
+    Measure find(funcs, "");
+    s.accept(&find);
+    Measure m(funcs, find.shape.loop);
     s.accept(&m);
     m.shape.barrier_after_loop = m.followed_by_barrier.count(m.shape.loop);
     return m.shape;

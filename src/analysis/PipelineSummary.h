@@ -21,7 +21,7 @@ namespace alcop {
 
 struct PipelineSummary {
     int64_t shared_elems = -1;                   ///< the GPU shared allocation, in elements
-    int64_t register_elems = -1;                 ///< the block-level register array, per thread
+    int64_t register_elems = -1;                 ///< the first register array (the accumulator), per thread
     std::string loop;                            ///< the serial loop holding the produce nodes
     std::map<std::string, int> prologue_copies;  ///< produce nodes before the loop
     std::map<std::string, int> guarded_prologue; ///< ... under `if (p < extent)`

@@ -1,5 +1,10 @@
 #include "copy/CopyLowering.h"
 
+#include "Error.h"
+#include "codegen/AsyncCopyMarkers.h"
+
+#include <optional>
+
 namespace alcop {
 
 using namespace Halide;
@@ -7,21 +12,263 @@ using namespace Halide::Internal;
 
 namespace {
 
-class SynchronousCopy : public CopyLowering {
-public:
-    const char *name() const override {
-        return "synchronous";
+bool contains_loop(const Stmt &s) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const For *) override {
+            found = true;
+        }
+
+    public:
+        bool found = false;
+    } finder;
+    s.accept(&finder);
+    return finder.found;
+}
+
+std::vector<const Store *> stores_in(const Stmt &s) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            stores.push_back(op);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::vector<const Store *> stores;
+    } finder;
+    s.accept(&finder);
+    return finder.stores;
+}
+
+bool dense(const Expr &index) {
+    const Ramp *r = index.as<Ramp>();
+    return index.type().is_scalar() || (r && is_const_one(r->stride));
+}
+
+bool aligned_to(const ModulusRemainder &a, int elem_bytes, int bytes) {
+    return (a.modulus * elem_bytes) % bytes == 0 && (a.remainder * elem_bytes) % bytes == 0;
+}
+
+/** How many leading lanes of `c` are true, when c is a conjunction of lane-uniform terms and
+ * `ramp(r, 1, lanes) < E` style bounds (each true on a prefix of the lanes); nullopt otherwise. */
+std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
+    if (const Broadcast *b = c.as<Broadcast>()) {
+        return select(b->value, lanes, 0);
+    }
+    if (const And *a = c.as<And>()) {
+        auto x = leading_true_lanes(a->a, lanes), y = leading_true_lanes(a->b, lanes);
+        if (x && y) return min(*x, *y);
+        return std::nullopt;
+    }
+    auto prefix = [&](const Expr &ramp, const Expr &limit, int inclusive) -> std::optional<Expr> {
+        const Ramp *r = ramp.as<Ramp>();
+        const Broadcast *b = limit.as<Broadcast>();
+        if (!r || !b || !is_const_one(r->stride)) return std::nullopt;
+        return clamp(b->value - r->base + inclusive, 0, lanes);
+    };
+    if (const LT *lt = c.as<LT>()) return prefix(lt->a, lt->b, 0);
+    if (const LE *le = c.as<LE>()) return prefix(le->a, le->b, 1);
+    return std::nullopt;
+}
+
+std::string type_suffix(Type t) {
+    return std::string(t.is_float() ? "f" : t.is_int() ? "i" : "u") + std::to_string(t.bits());
+}
+
+/** The element slice [first, first + lanes) of a dense copy's value or index. */
+Expr slice(const Expr &e, int first, int lanes) {
+    if (const Ramp *r = e.as<Ramp>()) {
+        return Ramp::make(simplify(r->base + first * r->stride), r->stride, lanes);
+    }
+    if (const Broadcast *b = e.as<Broadcast>()) {
+        return Broadcast::make(b->value, lanes);
+    }
+    if (const Load *l = e.as<Load>()) {
+        return Load::make(l->type.with_lanes(lanes), l->name, slice(l->index, first, lanes), l->image, l->param,
+                          slice(l->predicate, first, lanes), l->alignment + first);
+    }
+    if (const Select *s = e.as<Select>()) {
+        return Select::make(slice(s->condition, first, lanes), slice(s->true_value, first, lanes),
+                            slice(s->false_value, first, lanes));
+    }
+    return Shuffle::make_slice(e, first, 1, lanes);
+}
+
+/** The cp.async form of `shared[index] = value`, or undefined (and why, at debug level 2)
+ * when it does not qualify. */
+Stmt async_store(const Store *op, const Expr &index, const Expr &value) {
+    auto stays_synchronous = [&](const char *why) {
+        debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value << "\n";
+        return Stmt();
+    };
+    const Type t = value.type();
+    const int eb = t.bytes(), bytes = eb * t.lanes();
+    if (bytes != 4 && bytes != 8 && bytes != 16) return stays_synchronous("not 4, 8 or 16 bytes");
+    if (!is_const_one(op->predicate) || !dense(index)) return stays_synchronous("not a dense store");
+    if (!aligned_to(op->alignment, eb, bytes)) return stays_synchronous("shared address not provably aligned");
+
+    const Load *load = value.as<Load>();
+    Expr src_bytes = bytes;
+    if (const Select *s = value.as<Select>()) {
+        load = s->true_value.as<Load>();
+        std::optional<Expr> valid = leading_true_lanes(s->condition, t.lanes());
+        if (!load || !is_const_zero(s->false_value) || !valid) {
+            return stays_synchronous("not select(leading lanes, load, 0)");
+        }
+        src_bytes = simplify(*valid * eb);
+    }
+    if (!load || !is_const_one(load->predicate) || !dense(load->index)) return stays_synchronous("not a dense load");
+    if (!load->param.defined() || load->param.host_alignment() % bytes != 0 || !aligned_to(load->alignment, eb, bytes)) {
+        return stays_synchronous("global address not provably aligned");
+    }
+    Expr marker = Call::make(t, async_copy_prefix + type_suffix(t.element_of()), {Expr(load), src_bytes}, Call::Extern);
+    return Store::make(op->name, marker, index, op->param, op->predicate, op->alignment);
+}
+
+/** Splits each copy into the part before the compute and the part after it. Each store
+ * becomes a cp.async (when `async` and it qualifies), a load into registers now and a store
+ * from them later (when `staged`), or stays as it is. */
+class SplitCopy : public IRMutator {
+    using IRMutator::visit;
+
+    const bool async, staged;
+    const std::string registers;
+    bool before = true;
+    int next_register = 0;
+
+    bool writes_slot = false;  // the part being built stores into shared memory
+
+    Stmt visit(const ProducerConsumer *op) override {
+        // Loading into registers produces nothing yet: the produce marker goes with the part
+        // that fills the slot.
+        const bool outer = writes_slot;
+        writes_slot = false;
+        Stmt body = mutate(op->body);
+        Stmt result = writes_slot ? ProducerConsumer::make(op->name, op->is_producer, body) : body;
+        writes_slot = outer || writes_slot;
+        return result;
     }
 
-    IssuedCopy issue(const Stmt &copy, const Expr &in_range) const override {
-        return {IfThenElse::make(in_range, copy), Stmt()};
+    Stmt visit(const Store *op) override {
+        const Type t = op->value.type();
+        if (async) {
+            // Split wide copies into 16-byte pieces; all of them must qualify.
+            const int piece = std::max(1, std::min(t.lanes(), 16 / t.bytes()));
+            std::vector<Stmt> pieces;
+            for (int first = 0; t.lanes() % piece == 0 && first < t.lanes(); first += piece) {
+                const bool whole = piece == t.lanes();
+                Stmt s = async_store(op, whole ? op->index : slice(op->index, first, piece),
+                                     whole ? op->value : slice(op->value, first, piece));
+                if (!s.defined()) break;
+                pieces.push_back(s);
+            }
+            if ((int)pieces.size() * piece == t.lanes()) {
+                writes_slot = writes_slot || before;
+                return before ? Block::make(pieces) : Evaluate::make(0);
+            }
+        }
+        if (!staged) {
+            writes_slot = writes_slot || before;
+            return before ? Stmt(op) : Evaluate::make(0);
+        }
+        writes_slot = writes_slot || !before;
+        const int first = next_register;
+        next_register += t.lanes();
+        Expr slot = t.is_scalar() ? Expr(first) : Ramp::make(first, 1, t.lanes());
+        if (before) {
+            staged_copies++;
+            return Store::make(registers, op->value, slot, Parameter(), const_true(t.lanes()), ModulusRemainder());
+        }
+        Expr value = Load::make(t, registers, slot, Buffer<>(), Parameter(), const_true(t.lanes()), ModulusRemainder());
+        return Store::make(op->name, value, op->index, op->param, op->predicate, op->alignment);
+    }
+
+public:
+    SplitCopy(bool async, bool staged, std::string registers)
+        : async(async), staged(staged), registers(std::move(registers)) {
+    }
+
+    Stmt split(const Stmt &copy, bool before_compute) {
+        before = before_compute;
+        next_register = 0;
+        return mutate(copy);
+    }
+
+    int register_count() const {
+        return next_register;
+    }
+
+    int staged_copies = 0;
+};
+
+class Lowering : public CopyLowering {
+    const CopyKind kind;
+
+public:
+    Lowering(CopyKind kind)
+        : kind(kind) {
+        user_assert(kind != CopyKind::Async || async_copy_rewrite_registered())
+            << "alcop: asynchronous copies need the NVPTX rewrite of cp.async markers, which is not registered "
+            << "in this process (link the alcop library whole).\n";
+    }
+
+    const char *name() const override {
+        return to_string(kind);
+    }
+
+    IssuedCopy issue(const Stmt &copy, const Expr &in_range, bool overlap) override {
+        // Staging needs one register per element of a fixed set of stores of one type.
+        std::vector<const Store *> stores = stores_in(copy);
+        bool stageable = overlap && kind != CopyKind::Synchronous && !contains_loop(copy);
+        for (const Store *s : stores) {
+            stageable = stageable && s->value.type().element_of() == stores[0]->value.type().element_of();
+        }
+        const std::string registers = unique_name("alcop_staged");
+        SplitCopy split(kind == CopyKind::Async, stageable, registers);
+        IssuedCopy result;
+        result.before_compute = IfThenElse::make(in_range, split.split(copy, true));
+        if (stageable && split.staged_copies > 0) {
+            result.after_compute = IfThenElse::make(in_range, split.split(copy, false));
+            result.registers.push_back({registers, stores[0]->value.type().element_of(), split.register_count()});
+        }
+        return result;
+    }
+
+    Stmt commit() const override {
+        if (kind != CopyKind::Async) return Stmt();
+        return Evaluate::make(Call::make(Int(32), async_commit_name, {}, Call::Extern));
+    }
+
+    Stmt wait(int in_flight) const override {
+        if (kind != CopyKind::Async) return Stmt();
+        return Evaluate::make(Call::make(Int(32), async_wait_name, {in_flight}, Call::Extern));
     }
 };
 
 }  // namespace
 
-std::unique_ptr<CopyLowering> make_synchronous_copy() {
-    return std::make_unique<SynchronousCopy>();
+const char *to_string(CopyKind kind) {
+    switch (kind) {
+    case CopyKind::Synchronous:
+        return "synchronous";
+    case CopyKind::RegisterStaged:
+        return "register-staged";
+    case CopyKind::Async:
+        return "cp.async";
+    }
+    return "?";
+}
+
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind) {
+    return std::make_unique<Lowering>(kind);
+}
+
+CopyKind copy_kind_for(DeviceAPI device, const Target &target) {
+    if (device == DeviceAPI::CUDA && target.has_feature(Target::CUDA) && target.get_cuda_capability_lower_bound() >= 80) {
+        return CopyKind::Async;
+    }
+    return CopyKind::RegisterStaged;
 }
 
 }  // namespace alcop

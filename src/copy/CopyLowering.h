@@ -5,26 +5,44 @@
  * The one place that knows how a pipelined producer's copy becomes code.
  *
  * The rewrite hands over each copy as the producer statement, already addressing its slot,
- * plus the condition under which its tile exists (false for the tail prefetches past the
- * end of the streaming loop). A copy kind decides what to emit where:
- *  - Synchronous: the guarded producer, at the prefetch point.
- * The register-staged and asynchronous kinds plug in here; the rewrite does not change.
+ * plus the condition under which its tile exists (false for the tail prefetches past the end
+ * of the streaming loop). A copy kind decides what to emit where:
+ *  - Synchronous: the guarded producer at the prefetch point. The compute waits for its loads.
+ *  - RegisterStaged: the loads into registers at the prefetch point, the stores from the
+ *    registers into the slot after the compute, so the load latency overlaps the compute on
+ *    any GPU. A producer it cannot stage (a loop inside it, mixed element types) stays
+ *    synchronous.
+ *  - Async (CUDA sm_80+): every store that is a dense copy of 4, 8 or 16 bytes (wider vectors
+ *    are split into 16-byte pieces) from a global load that Halide proves aligned to that size,
+ *    or such a load under a select(prefix-of-lanes predicate, load, 0), becomes a cp.async
+ *    marker (see codegen/AsyncCopyMarkers.h) whose src-size zero-fills what the predicate cuts
+ *    off; the copies of one step form one commit group. Other stores are register-staged.
+ * The rewrite does not change with the kind.
  *
- * Guarantee of every kind: once wait(in_flight) returned and the block passed the following
- * barrier, every tile older than the newest `in_flight` tiles is in its slot.
+ * Guarantee of every kind: once wait(n) returned and the block passed the following barrier,
+ * every tile but the newest n committed steps is in its slot.
  */
 
 #include "Halide.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace alcop {
 
 /** What issuing one copy emits: one part at the prefetch point, before the compute of the
- * current iteration, and one after it. Either part may be undefined. */
+ * current iteration, and one after it; plus the per-thread registers the parts use, which the
+ * rewrite allocates around the loop. Any part may be undefined or empty. */
 struct IssuedCopy {
     Halide::Internal::Stmt before_compute;
     Halide::Internal::Stmt after_compute;
+    struct Registers {
+        std::string name;
+        Halide::Type type;
+        int elements;
+    };
+    std::vector<Registers> registers;
 };
 
 class CopyLowering {
@@ -33,23 +51,31 @@ public:
 
     virtual const char *name() const = 0;
 
-    /** The copy of one tile, guarded by `in_range`. */
-    virtual IssuedCopy issue(const Halide::Internal::Stmt &copy, const Halide::Expr &in_range) const = 0;
+    /** The copy of one tile, guarded by `in_range`. With `overlap` false (the prologue, where
+     * there is no compute to hide the loads behind) it is emitted whole, before the compute. */
+    virtual IssuedCopy issue(const Halide::Internal::Stmt &copy, const Halide::Expr &in_range, bool overlap) = 0;
 
-    /** Closes the group of copies issued for one tile (prologue step or iteration). */
+    /** Closes the group of copies issued for one step (a prologue step or an iteration). */
     virtual Halide::Internal::Stmt commit() const {
         return Halide::Internal::Stmt();
     }
 
-    /** Before the barrier of an iteration: wait until at most `in_flight` of the most
-     * recently committed groups may still be outstanding. */
+    /** Before the barrier of an iteration: wait until at most `in_flight` of the most recently
+     * committed steps may still be outstanding. */
     virtual Halide::Internal::Stmt wait(int in_flight) const {
         return Halide::Internal::Stmt();
     }
 };
 
-/** Plain stores at the prefetch point. */
-std::unique_ptr<CopyLowering> make_synchronous_copy();
+enum class CopyKind { Synchronous, RegisterStaged, Async };
+
+const char *to_string(CopyKind kind);
+
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);
+
+/** The kind for a kernel: Async for CUDA kernels on targets with cuda_capability >= 80,
+ * RegisterStaged for every other GPU kernel. */
+CopyKind copy_kind_for(Halide::DeviceAPI device, const Halide::Target &target);
 
 }  // namespace alcop
 

@@ -72,4 +72,10 @@ void enable(Pipeline p, const Options &options) {
     p.add_custom_lowering_pass(new LowerPipelines(outputs, options));
 }
 
+void enable(Pipeline p, const Target &target) {
+    Options options;
+    options.target = target;
+    enable(std::move(p), options);
+}
+
 }  // namespace alcop

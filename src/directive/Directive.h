@@ -56,12 +56,17 @@ enum class Fault {
 
 /** Options of the lowering pass. */
 struct Options {
+    /** The target the pipeline is compiled for: it decides how copies are made (cp.async on
+     * CUDA with cuda_capability >= 80, copies staged through registers elsewhere). */
+    Halide::Target target;
     Fault fault = Fault::None;
 };
 
 /** Install the ALCOP lowering pass on `p` (idempotent). Call it once per Pipeline; in
- * a Generator, call `alcop::enable(get_pipeline())` from schedule(). */
-void enable(Halide::Pipeline p, const Options &options = Options());
+ * a Generator, call `alcop::enable(get_pipeline(), get_target())` from schedule(). The
+ * target (by default the JIT target from the environment) only decides how copies are made. */
+void enable(Halide::Pipeline p, const Options &options);
+void enable(Halide::Pipeline p, const Halide::Target &target = Halide::get_jit_target_from_environment());
 
 /** Called by the lowering pass with the Stmt it received, the one it returns and the requests
  * it honoured (keyed by Func name), for tools and tests that inspect what it did

@@ -45,11 +45,12 @@ class InjectPipelines : public IRMutator {
     const PipelineAnalysis &analysis;
     const std::vector<KernelPlan> &plans;
     const Options &options;
-    const CopyLowering &copies;
 
-    // Per pipelined loop: its analysis and plan; per allocation: its kernel plan.
+    // Per pipelined loop: its analysis and plan; per allocation: its kernel plan and how the
+    // kernel copies.
     std::map<const For *, std::pair<const PipelineLoop *, const LoopPlan *>> loops;
-    std::map<const Allocate *, const KernelPlan *> allocations;
+    std::map<const Allocate *, std::pair<const KernelPlan *, CopyKind>> allocations;
+    std::unique_ptr<CopyLowering> copies;
 
     // The anchor of the slots of the allocation being rewritten, in slot_alignment units.
     Expr anchor_units;
@@ -66,12 +67,16 @@ class InjectPipelines : public IRMutator {
         // Every term is a whole number of elements: see PipelinePlan.h.
         Expr shift = simplify(a.anchor_units * (int)(slot_alignment / bytes) + (int)(a.shift_bytes / bytes) +
                               slot * (int)(a.slot_bytes / bytes));
-        if (t.is_vector()) shift = Broadcast::make(shift, t.lanes());
         // The shift is a multiple of slot_alignment bytes (see PipelinePlan.h).
         const int64_t unit = slot_alignment / bytes;
         const int64_t m = std::gcd(alignment.modulus, unit);
         alignment = ModulusRemainder(m, m ? alignment.remainder % m : 0);
-        return index + shift;
+        // Keep dense accesses dense: a ramp stays a ramp, so that codegen (and the cp.async
+        // copy lowering) still sees one vector access.
+        if (const Ramp *r = index.as<Ramp>()) {
+            return Ramp::make(r->base + shift, r->stride, r->lanes);
+        }
+        return index + (t.is_vector() ? Broadcast::make(shift, t.lanes()) : shift);
     }
 
     Expr visit(const Load *op) override {
@@ -99,7 +104,8 @@ class InjectPipelines : public IRMutator {
         if (it == allocations.end()) {
             return IRMutator::visit(op);
         }
-        const KernelPlan &plan = *it->second;
+        const KernelPlan &plan = *it->second.first;
+        copies = make_copy_lowering(it->second.second);
         internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
         const int bytes = op->type.bytes();
         Expr old_bytes = op->extents[0] * bytes;
@@ -170,15 +176,18 @@ class InjectPipelines : public IRMutator {
 
         // Issues the copies of one step (a prologue step p, or the prefetch of iteration k)
         // of every buffer that fetches that far ahead, then closes the step's group.
+        std::vector<IssuedCopy::Registers> registers;
         auto copy_step = [&](bool in_prologue, int p, std::vector<Stmt> &before, std::vector<Stmt> &after) {
             for (const BufferPlan &b : plan.buffers) {
                 if (in_prologue && p >= b.prefetch_distance) continue;
                 const Expr tile = simplify(in_prologue ? op->min + p : k + b.prefetch_distance);
-                IssuedCopy c = copies.issue(substitute(op->name, tile, producer.at(b.func)), simplify(tile < end));
+                IssuedCopy c = copies->issue(substitute(op->name, tile, producer.at(b.func)), simplify(tile < end),
+                                             !in_prologue);
                 before.push_back(c.before_compute);
                 after.push_back(c.after_compute);
+                registers.insert(registers.end(), c.registers.begin(), c.registers.end());
             }
-            before.push_back(copies.commit());
+            before.push_back(copies->commit());
         };
 
         std::vector<Stmt> prologue{make_barrier()};
@@ -188,7 +197,7 @@ class InjectPipelines : public IRMutator {
             prologue.insert(prologue.end(), after.begin(), after.end());
         }
 
-        std::vector<Stmt> steady{copies.wait(min_distance - 1)};
+        std::vector<Stmt> steady{copies->wait(min_distance - 1)};
         if (options.fault != Fault::DropBarrier) {
             steady.push_back(make_barrier());
         }
@@ -198,16 +207,21 @@ class InjectPipelines : public IRMutator {
         steady.insert(steady.end(), after_compute.begin(), after_compute.end());
 
         Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
-        return sequence({sequence(prologue), pipelined, copies.wait(0), make_barrier()});
+        Stmt result = sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()});
+        for (const IssuedCopy::Registers &r : registers) {
+            // Device code generators expect every allocation to be freed explicitly.
+            result = Allocate::make(r.name, r.type, MemoryType::Register, {r.elements}, const_true(),
+                                    Block::make(result, Free::make(r.name)));
+        }
+        return result;
     }
 
 public:
-    InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
-                    const Options &options, const CopyLowering &copies)
-        : analysis(analysis), plans(plans), options(options), copies(copies) {
+    InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans, const Options &options)
+        : analysis(analysis), plans(plans), options(options) {
         for (size_t i = 0; i < analysis.kernels.size(); i++) {
             const KernelPipelines &k = analysis.kernels[i];
-            allocations[k.allocation] = &plans[i];
+            allocations[k.allocation] = {&plans[i], copy_kind_for(k.device, options.target)};
             for (size_t j = 0; j < k.loops.size(); j++) {
                 loops[k.loops[j].loop] = {&k.loops[j], &plans[i].loops[j]};
             }
@@ -270,8 +284,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k));
     }
-    std::unique_ptr<CopyLowering> copies = make_synchronous_copy();
-    return InjectPipelines(analysis, plans, options, *copies).mutate(s);
+    return InjectPipelines(analysis, plans, options).mutate(s);
 }
 
 }  // namespace alcop

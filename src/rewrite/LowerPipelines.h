@@ -26,7 +26,8 @@
  * that barrier. The barriers Halide put after each pipelined producer and at the end of the
  * body become redundant and are dropped; barriers between consumer stages stay. Tail
  * prefetches are guarded off, so no tile past the end is loaded. How a copy is emitted
- * (synchronous now) is the CopyLowering's business.
+ * (cp.async, staged through registers, or synchronous) is the CopyLowering's business; the
+ * registers it stages through are allocated around the loop.
  *
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */

@@ -82,6 +82,10 @@ struct Variant {
     bool batched;
 };
 
+void PrintTo(const Variant &v, std::ostream *os) {
+    *os << v.name;
+}
+
 const Variant variants[] = {
     {"gemm_s1", gemm_s1, false}, {"gemm_s2", gemm_s2, false}, {"gemm_s3", gemm_s3, false}, {"gemm_s4", gemm_s4, false},
     {"bmm_s1", bmm_s1, true},    {"bmm_s2", bmm_s2, true},    {"bmm_s3", bmm_s3, true},    {"bmm_s4", bmm_s4, true},

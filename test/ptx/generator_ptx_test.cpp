@@ -1,0 +1,137 @@
+// The GEMM's PTX on sm_80 / sm_86: cp.async copies, one commit group per stage, the wait
+// before the barrier, no copy left as ld.global + st.shared; and ptxas assembles it with no
+// spills. On sm_75 (no cp.async) the copies are staged through registers instead.
+
+#include "Halide.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+std::string ptx_of(const std::string &generator, const std::string &target, const GeneratorParamsMap &params) {
+    auto gen = GeneratorRegistry::create(generator, GeneratorContext(Target(target)));
+    gen->set_generator_param_values(params);
+    Module m = gen->build_module(generator);
+    for (const Buffer<> &b : m.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    return "";
+}
+
+int count(const std::string &text, const std::string &what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+    return n;
+}
+
+struct Ptxas {
+    bool ran = false;
+    int registers = -1, spill_bytes = -1, shared_bytes = -1;
+    std::string log;
+};
+
+Ptxas assemble(const std::string &ptx, const std::string &arch) {
+    Ptxas r;
+#ifdef ALCOP_PTXAS
+    const std::string base = testing::TempDir() + "alcop_" + arch;
+    std::ofstream(base + ".ptx") << ptx;
+    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + base + ".ptx -o " + base + ".cubin 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) r.log += line;
+    r.ran = p && pclose(p) == 0;
+    std::smatch m;
+    if (std::regex_search(r.log, m, std::regex("Used (\\d+) registers"))) r.registers = std::stoi(m[1]);
+    if (std::regex_search(r.log, m, std::regex("(\\d+) bytes spill stores"))) r.spill_bytes = std::stoi(m[1]);
+    // Halide's shared memory is dynamic, so ptxas reports only static shared memory.
+    r.shared_bytes = std::regex_search(r.log, m, std::regex("(\\d+) bytes smem")) ? std::stoi(m[1]) : 0;
+#endif
+    return r;
+}
+
+struct Case {
+    std::string target;
+    int stages;
+};
+
+class AsyncCopies : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AsyncCopies, AreGroupedWaitedForAndAssemble) {
+    const Case c = GetParam();
+    const std::string ptx = ptx_of("gemm", c.target, {{"stages", std::to_string(c.stages)}});
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(count(ptx, "alcop_cp_async"), 0) << "a marker survived";
+    if (c.stages == 1) {
+        // Unpipelined: Halide's plain copies.
+        EXPECT_EQ(count(ptx, "cp.async"), 0);
+    } else {
+        // Per stage, each thread copies one 16-byte vector of A and one of B; the prologue
+        // has stages - 1 steps and the loop one.
+        EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 2 * c.stages);
+        EXPECT_EQ(count(ptx, "cp.async.commit_group"), c.stages);
+        // Before the barrier of an iteration, all but the newest stages - 2 groups have landed;
+        // after the loop, all of them.
+        const std::string wait = "cp.async.wait_group " + std::to_string(c.stages - 2) + ";";
+        const size_t at = ptx.find(wait);
+        ASSERT_NE(at, std::string::npos) << wait;
+        const size_t barrier = ptx.find("bar.sync", at);
+        const size_t next_copy = ptx.find("cp.async.cg", at);
+        EXPECT_LT(barrier, next_copy) << "the barrier must follow the wait, before the next copy";
+        EXPECT_NE(ptx.find("cp.async.wait_group 0;"), std::string::npos);
+        // No copy went the synchronous way.
+        EXPECT_EQ(count(ptx, "st.shared"), 0);
+    }
+    // The PTX's own architecture, and Hopper (PTX is forward compatible).
+    const std::string own = "sm_" + c.target.substr(c.target.size() - 2);
+    for (const std::string &arch : {own, std::string("sm_90")}) {
+        Ptxas r = assemble(ptx, arch);
+#ifdef ALCOP_PTXAS
+        ASSERT_TRUE(r.ran) << r.log;
+        EXPECT_EQ(r.spill_bytes, 0) << r.log;
+        std::cout << "[ptxas " << arch << "] " << c.target << " stages=" << c.stages << ": " << r.registers
+                  << " registers, " << r.shared_bytes << " bytes static smem (+ " << 4096 * c.stages
+                  << " bytes dynamic), " << r.spill_bytes << " bytes spilled\n";
+#else
+        GTEST_SKIP() << "ptxas not found: PTX not assembled";
+#endif
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemm, AsyncCopies,
+                         ::testing::Values(Case{"host-cuda-cuda_capability_80", 1}, Case{"host-cuda-cuda_capability_80", 2},
+                                           Case{"host-cuda-cuda_capability_80", 3}, Case{"host-cuda-cuda_capability_80", 4},
+                                           Case{"host-cuda-cuda_capability_86", 2}, Case{"host-cuda-cuda_capability_86", 4}),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                             return info.param.target.substr(info.param.target.size() - 2) + "_stages" +
+                                    std::to_string(info.param.stages);
+                         });
+
+TEST(RegisterStaged, WithoutCpAsyncTheLoadsComeBeforeTheCompute) {
+    const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_75", {{"stages", "3"}});
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(count(ptx, "cp.async"), 0);
+    // In the loop: the next tile's global loads, then the FMAs, then its shared stores.
+    const size_t first_fma = ptx.find("fma.rn.f32");
+    ASSERT_NE(first_fma, std::string::npos);
+    const size_t load_before = ptx.rfind("ld.global", first_fma);
+    const size_t store_after = ptx.find("st.shared", first_fma);
+    EXPECT_NE(load_before, std::string::npos);
+    EXPECT_NE(store_after, std::string::npos);
+    Ptxas r = assemble(ptx, "sm_80");
+#ifdef ALCOP_PTXAS
+    EXPECT_TRUE(r.ran) << r.log;
+    EXPECT_EQ(r.spill_bytes, 0) << r.log;
+#endif
+}
+
+}  // namespace
