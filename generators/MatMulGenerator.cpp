@@ -42,7 +42,8 @@ public:
     GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
                                        {{"none", alcop::Fault::None},
                                         {"drop_barrier", alcop::Fault::DropBarrier},
-                                        {"slot_off_by_one", alcop::Fault::SlotOffByOne}}};
+                                        {"slot_off_by_one", alcop::Fault::SlotOffByOne},
+                                        {"wait_one_group_short", alcop::Fault::WaitOneGroupShort}}};
 
     Input<Buffer<float>> A{"A", Batched ? 3 : 2};
     Input<Buffer<float>> B{"B", Batched ? 3 : 2};

@@ -1,19 +1,63 @@
 // alcop_inspect: lowers one of our generators in-process and shows what the ALCOP pass did.
 //
-//   alcop_inspect <generator> [target=<halide target>] [param=value ...] [--stmt]
+//   alcop_inspect <generator> [target=<halide target>] [param=value ...] [--stmt] [--ptx DIR]
 //
-// Prints a summary of the pipelined loop (stages, slots, copies, guards, barriers); with
-// --stmt also the Stmt before and after the pass.
+// Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers);
+// with --stmt also the Stmt before and after the pass; with --ptx (CUDA targets) writes the
+// kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
+// reports its registers, shared memory and spills.
 
 #include "Halide.h"
 
 #include "Directive.h"
 #include "analysis/PipelineSummary.h"
 
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <regex>
 
 using namespace Halide;
 using namespace Halide::Internal;
+
+namespace {
+
+// Writes the module's PTX (CUDA targets keep it in a buffer) and summarizes what ptxas makes
+// of it for the PTX's own architecture.
+void write_ptx(const Module &module, const std::string &generator, const std::string &dir) {
+    std::string ptx;
+    for (const Buffer<> &b : module.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    std::smatch arch;
+    if (ptx.empty() || !std::regex_search(ptx, arch, std::regex("\\.target (sm_\\d+)"))) {
+        std::cout << "no PTX: the target is not CUDA\n";
+        return;
+    }
+    const std::string path = dir + "/" + generator + ".ptx";
+    std::ofstream(path) << ptx;
+    std::cout << "PTX written to " << path << "\n";
+    const std::string cmd = "PATH=$PATH:/usr/local/cuda/bin ptxas -v -arch=" + arch[1].str() + " " + path +
+                            " -o /dev/null 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[512];
+    std::string log;
+    while (p && fgets(line, sizeof line, p)) log += line;
+    const bool ok = p && pclose(p) == 0;
+    std::smatch m;
+    if (!ok) {
+        std::cout << "ptxas: not run or failed\n" << log;
+    } else if (std::regex_search(log, m, std::regex("Used (\\d+) registers.*"))) {
+        std::smatch spills;
+        std::regex_search(log, spills, std::regex("(\\d+) bytes spill stores"));
+        std::cout << "ptxas " << arch[1] << ": " << m[1] << " registers, " << (spills.empty() ? "?" : spills[1].str())
+                  << " bytes spilled (shared memory is dynamic: see the allocation above)\n";
+    }
+}
+
+}  // namespace
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -27,10 +71,15 @@ int main(int argc, char **argv) {
     Target target("host-opencl");
     GeneratorParamsMap params;
     bool print_stmt = false;
+    std::string ptx_dir;
     for (int i = 2; i < argc; i++) {
         std::string arg = argv[i];
         if (arg == "--stmt") {
             print_stmt = true;
+            continue;
+        }
+        if (arg == "--ptx" && i + 1 < argc) {
+            ptx_dir = argv[++i];
             continue;
         }
         const size_t eq = arg.find('=');
@@ -54,7 +103,7 @@ int main(int argc, char **argv) {
     });
     auto gen = GeneratorRegistry::create(generator, GeneratorContext(target));
     gen->set_generator_param_values(params);
-    gen->build_module(generator);
+    Module module = gen->build_module(generator);
     alcop::set_lowering_observer(nullptr);
 
     if (print_stmt) {
@@ -69,5 +118,8 @@ int main(int argc, char **argv) {
     }
     std::cout << "\nbefore: " << alcop::describe(alcop::summarize_pipeline(before, funcs))
               << "after:  " << alcop::describe(alcop::summarize_pipeline(after, funcs));
+    if (!ptx_dir.empty()) {
+        write_ptx(module, generator, ptx_dir);
+    }
     return 0;
 }

@@ -1,6 +1,8 @@
 #include "analysis/PipelineSummary.h"
 
 #include "analysis/PipelineAnalysis.h"
+#include "codegen/AsyncCopyMarkers.h"
+#include "copy/CopyLowering.h"
 
 #include <sstream>
 
@@ -29,7 +31,7 @@ class Measure : public IRVisitor {
     std::vector<const For *> serial;
     std::vector<Expr> conditions;
     std::string shared;
-    bool in_consume = false;
+    bool in_consume = false, producing = false;
     bool counted_barriers = false;
 
     void visit(const Allocate *op) override {
@@ -104,10 +106,27 @@ class Measure : public IRVisitor {
                 shape.guarded_prologue[base(op->name)] += on_prologue_step;
             }
         }
-        bool old = in_consume;
+        bool old = in_consume, old_producing = producing;
         in_consume = in_consume || (!op->is_producer && watched(op->name));
+        producing = producing || (op->is_producer && watched(op->name));
         IRVisitor::visit(op);
         in_consume = old;
+        producing = old_producing;
+    }
+
+    void visit(const Store *op) override {
+        if (op->name == shared && producing) {
+            const Call *c = op->value.as<Call>();
+            const Load *l = op->value.as<Load>();
+            if (c && c->name.rfind(async_copy_prefix, 0) == 0) {
+                shape.async_copies++;
+            } else if (l && l->name.rfind(staging_prefix, 0) == 0) {
+                shape.staged_copies++;
+            } else {
+                shape.synchronous_copies++;
+            }
+        }
+        IRVisitor::visit(op);
     }
 
     void visit(const Load *op) override {
@@ -149,6 +168,8 @@ std::string describe(const PipelineSummary &s) {
     }
     out << "streaming loop " << s.loop << ": " << s.loop_barriers << " barrier(s) per iteration"
         << (s.barrier_after_loop ? ", a barrier after it" : "") << "\n";
+    out << "copies into shared memory: " << s.async_copies << " cp.async, " << s.staged_copies
+        << " staged through registers, " << s.synchronous_copies << " synchronous\n";
     out << "shared allocation: " << s.shared_elems << " elements; registers per thread: " << s.register_elems << "\n";
     for (const auto &c : s.loop_copies) {
         const std::string &f = c.first;

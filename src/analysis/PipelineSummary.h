@@ -30,6 +30,8 @@ struct PipelineSummary {
     int loop_barriers = 0;                       ///< top-level barriers of the loop body
     bool barrier_after_loop = false;
     std::vector<std::string> consumer_indices;   ///< shared indices read in the loop, as text
+    /** Stores into shared memory by copy kind, counted where they stand in the IR. */
+    int async_copies = 0, staged_copies = 0, synchronous_copies = 0;
 };
 
 PipelineSummary summarize_pipeline(const Halide::Internal::Stmt &s, const std::set<std::string> &funcs);

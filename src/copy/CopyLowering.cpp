@@ -224,7 +224,7 @@ public:
         for (const Store *s : stores) {
             stageable = stageable && s->value.type().element_of() == stores[0]->value.type().element_of();
         }
-        const std::string registers = unique_name("alcop_staged");
+        const std::string registers = unique_name(staging_prefix);
         SplitCopy split(kind == CopyKind::Async, stageable, registers);
         IssuedCopy result;
         result.before_compute = IfThenElse::make(in_range, split.split(copy, true));

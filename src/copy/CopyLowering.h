@@ -69,6 +69,9 @@ public:
 
 enum class CopyKind { Synchronous, RegisterStaged, Async };
 
+/** Registers a copy is staged through are named with this prefix. */
+constexpr const char *staging_prefix = "alcop_staged";
+
 const char *to_string(CopyKind kind);
 
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);

@@ -52,6 +52,7 @@ enum class Fault {
     None,
     DropBarrier,        ///< omit the per-iteration barrier of the steady state
     SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages
+    WaitOneGroupShort,  ///< the steady-state wait lets one group too many stay in flight
 };
 
 /** Options of the lowering pass. */

@@ -197,7 +197,8 @@ class InjectPipelines : public IRMutator {
             prologue.insert(prologue.end(), after.begin(), after.end());
         }
 
-        std::vector<Stmt> steady{copies->wait(min_distance - 1)};
+        const bool short_wait = options.fault == Fault::WaitOneGroupShort;
+        std::vector<Stmt> steady{copies->wait(min_distance - 1 + (short_wait ? 1 : 0))};
         if (options.fault != Fault::DropBarrier) {
             steady.push_back(make_barrier());
         }
