@@ -38,6 +38,8 @@ public:
     GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};
     GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
     GeneratorParam<int> stages{"stages", 1, 1, 16};
+    // B's stages when they differ from A's (0: the same as A's).
+    GeneratorParam<int> stages_b{"stages_b", 0, 0, 16};
     // Test-only: a deliberately broken pipeline, to prove that the numerical tests bite.
     GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
                                        {{"none", alcop::Fault::None},
@@ -148,6 +150,8 @@ public:
             .unroll(ki);
 
         // Each chunk's tiles are copied by all threads, `vector_width` contiguous floats each.
+        const int stage_counts[] = {stages, stages_b > 0 ? (int)stages_b : (int)stages};
+        int operand = 0;
         for (Func f : {A_shared, B_shared}) {
             Var inner = f.args()[0], outer = f.args()[1];
             Var io("io"), ii("ii"), t("t"), to("to"), ti("ti"), fx("fx"), fy("fy");
@@ -161,7 +165,7 @@ public:
                 .reorder(fx, fy, to)
                 .gpu_threads(fx, fy)
                 .unroll(to);
-            alcop::pipeline(f, stages);
+            alcop::pipeline(f, stage_counts[operand++]);
         }
         alcop::Options options;
         options.target = this->get_target();

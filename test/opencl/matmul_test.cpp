@@ -14,6 +14,8 @@
 #include "gemm_s3_drop_barrier.h"
 #include "gemm_s3_slot_off_by_one.h"
 #include "gemm_s4.h"
+#include "gemm_s4_b2.h"
+#include "gemm_s3_b1.h"
 
 #include <gtest/gtest.h>
 
@@ -88,6 +90,7 @@ void PrintTo(const Variant &v, std::ostream *os) {
 
 const Variant variants[] = {
     {"gemm_s1", gemm_s1, false}, {"gemm_s2", gemm_s2, false}, {"gemm_s3", gemm_s3, false}, {"gemm_s4", gemm_s4, false},
+    {"gemm_s4_b2", gemm_s4_b2, false}, {"gemm_s3_b1", gemm_s3_b1, false},
     {"bmm_s1", bmm_s1, true},    {"bmm_s2", bmm_s2, true},    {"bmm_s3", bmm_s3, true},    {"bmm_s4", bmm_s4, true},
 };
 
