@@ -40,6 +40,12 @@ public:
     GeneratorParam<int> stages{"stages", 1, 1, 16};
     // B's stages when they differ from A's (0: the same as A's).
     GeneratorParam<int> stages_b{"stages_b", 0, 0, 16};
+    // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
+    GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
+                                           {{"auto", alcop::CopyKind::Auto},
+                                            {"synchronous", alcop::CopyKind::Synchronous},
+                                            {"staged", alcop::CopyKind::RegisterStaged},
+                                            {"async", alcop::CopyKind::Async}}};
     // Test-only: a deliberately broken pipeline, to prove that the numerical tests bite.
     GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
                                        {{"none", alcop::Fault::None},
@@ -69,7 +75,8 @@ public:
         // that each thread's copy is one dense, aligned vector load; cp.async's src-size then
         // reads only the elements inside the row and zero-fills the rest. Elsewhere every
         // lane's index is clamped, so no load leaves the matrix.
-        const bool async = alcop::copy_kind_for(DeviceAPI::CUDA, this->get_target()) == alcop::CopyKind::Async;
+        const bool async = this->get_target().has_feature(Target::CUDA) &&
+                           alcop::copy_kind_for(DeviceAPI::CUDA, this->get_target(), copies) == alcop::CopyKind::Async;
         auto contiguous = [&](Expr i, Expr extent) {
             return async ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
         };
@@ -169,6 +176,7 @@ public:
         }
         alcop::Options options;
         options.target = this->get_target();
+        options.copies = copies;
         options.fault = fault;
         alcop::enable(this->get_pipeline(), options);
     }

@@ -256,6 +256,8 @@ const char *to_string(CopyKind kind) {
         return "register-staged";
     case CopyKind::Async:
         return "cp.async";
+    case CopyKind::Auto:
+        return "auto";
     }
     return "?";
 }
@@ -264,11 +266,14 @@ std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind) {
     return std::make_unique<Lowering>(kind);
 }
 
-CopyKind copy_kind_for(DeviceAPI device, const Target &target) {
-    if (device == DeviceAPI::CUDA && target.has_feature(Target::CUDA) && target.get_cuda_capability_lower_bound() >= 80) {
-        return CopyKind::Async;
-    }
-    return CopyKind::RegisterStaged;
+CopyKind copy_kind_for(DeviceAPI device, const Target &target, CopyKind requested) {
+    const bool has_cp_async =
+        device == DeviceAPI::CUDA && target.has_feature(Target::CUDA) && target.get_cuda_capability_lower_bound() >= 80;
+    user_assert(requested != CopyKind::Async || has_cp_async)
+        << "alcop: asynchronous copies (CopyKind::Async) need a CUDA kernel and a target with "
+        << "cuda_capability_80 or later; this kernel is for " << device << " on " << target.to_string() << ".\n";
+    if (requested != CopyKind::Auto) return requested;
+    return has_cp_async ? CopyKind::Async : CopyKind::RegisterStaged;
 }
 
 }  // namespace alcop

@@ -23,7 +23,7 @@
  * every tile but the newest n committed steps is in its slot.
  */
 
-#include "Halide.h"
+#include "Directive.h"
 
 #include <memory>
 #include <string>
@@ -67,8 +67,6 @@ public:
     }
 };
 
-enum class CopyKind { Synchronous, RegisterStaged, Async };
-
 /** Registers a copy is staged through are named with this prefix. */
 constexpr const char *staging_prefix = "alcop_staged";
 
@@ -76,9 +74,10 @@ const char *to_string(CopyKind kind);
 
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);
 
-/** The kind for a kernel: Async for CUDA kernels on targets with cuda_capability >= 80,
- * RegisterStaged for every other GPU kernel. */
-CopyKind copy_kind_for(Halide::DeviceAPI device, const Halide::Target &target);
+/** The kind for a kernel: what `requested` says, where Auto means Async for CUDA kernels on
+ * targets with cuda_capability >= 80 and RegisterStaged for every other GPU kernel. Async is
+ * a user error where the kernel cannot use it. */
+CopyKind copy_kind_for(Halide::DeviceAPI device, const Halide::Target &target, CopyKind requested = CopyKind::Auto);
 
 }  // namespace alcop
 

@@ -55,11 +55,20 @@ enum class Fault {
     WaitOneGroupShort,  ///< the steady-state wait lets one group too many stay in flight
 };
 
+/** How the copies of a pipelined Func are made. */
+enum class CopyKind {
+    Auto,            ///< Async where the target has cp.async (CUDA sm_80+), else RegisterStaged
+    Synchronous,     ///< plain loads and stores at the prefetch point
+    RegisterStaged,  ///< loads into registers before the compute, stores into the slot after it
+    Async            ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+};
+
 /** Options of the lowering pass. */
 struct Options {
-    /** The target the pipeline is compiled for: it decides how copies are made (cp.async on
-     * CUDA with cuda_capability >= 80, copies staged through registers elsewhere). */
+    /** The target the pipeline is compiled for: with CopyKind::Auto it decides how copies
+     * are made. */
     Halide::Target target;
+    CopyKind copies = CopyKind::Auto;
     Fault fault = Fault::None;
 };
 

@@ -190,22 +190,30 @@ class InjectPipelines : public IRMutator {
             before.push_back(copies->commit());
         };
 
+        // The wait and barrier that make the next tile visible close the prologue and every
+        // iteration, so that each iteration starts with its tile in place.
+        const bool short_wait = options.fault == Fault::WaitOneGroupShort;
+        const int in_flight = min_distance - 1 + (short_wait ? 1 : 0);
+        auto publish_next_tile = [&](std::vector<Stmt> &stmts, bool in_loop) {
+            stmts.push_back(copies->wait(in_flight));
+            if (!in_loop || options.fault != Fault::DropBarrier) {
+                stmts.push_back(make_barrier());
+            }
+        };
+
         std::vector<Stmt> prologue{make_barrier()};
         for (int p = 0; p < plan.max_prefetch_distance; p++) {
             std::vector<Stmt> after;
             copy_step(true, p, prologue, after);
             prologue.insert(prologue.end(), after.begin(), after.end());
         }
+        publish_next_tile(prologue, false);
 
-        const bool short_wait = options.fault == Fault::WaitOneGroupShort;
-        std::vector<Stmt> steady{copies->wait(min_distance - 1 + (short_wait ? 1 : 0))};
-        if (options.fault != Fault::DropBarrier) {
-            steady.push_back(make_barrier());
-        }
-        std::vector<Stmt> after_compute;
+        std::vector<Stmt> steady, after_compute;
         copy_step(false, 0, steady, after_compute);
         steady.insert(steady.end(), consumers.begin(), consumers.end());
         steady.insert(steady.end(), after_compute.begin(), after_compute.end());
+        publish_next_tile(steady, true);
 
         Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
         Stmt result = sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()});
@@ -222,7 +230,7 @@ public:
         : analysis(analysis), plans(plans), options(options) {
         for (size_t i = 0; i < analysis.kernels.size(); i++) {
             const KernelPipelines &k = analysis.kernels[i];
-            allocations[k.allocation] = {&plans[i], copy_kind_for(k.device, options.target)};
+            allocations[k.allocation] = {&plans[i], copy_kind_for(k.device, options.target, options.copies)};
             for (size_t j = 0; j < k.loops.size(); j++) {
                 loops[k.loops[j].loop] = {&k.loops[j], &plans[i].loops[j]};
             }

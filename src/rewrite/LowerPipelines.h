@@ -7,27 +7,32 @@
  * pass, after the final simplification and before GPU offload.
  *
  * For `for k in [min, min + E)` with pipelined buffers P of S_P stages (prefetch distance
- * d_P = S_P - 1, D = max d_P), it emits:
+ * d_P = S_P - 1, D = max d_P, n = min d_P - 1), it emits:
  *
  *   barrier                                  // the slots may have held other data before
  *   for p in [0, D): copy tile min+p of each P with p < d_P into slot p   (if p < E); commit
+ *   wait(n); barrier                         // tile min is in place and visible
  *   for k:
- *     wait(min d_P - 1)                      // asynchronous kinds: tile k of every P landed
- *     barrier                                // (a) tile k is visible to every thread
- *                                            // (b) all threads left iteration k-1, so slot
- *                                            //     (k-1) % S_P == (k + d_P) % S_P is free
  *     copy tile k + d_P of each P into slot (k - min + d_P) % S_P   (if k + d_P < min + E)
  *     commit
  *     consumers, reading P from slot (k - min) % S_P
+ *     wait(n)                                // asynchronous kinds: tile k+1 of every P landed
+ *     barrier                                // (a) tile k+1 is visible to every thread
+ *                                            // (b) all threads left iteration k, so slot
+ *                                            //     k % S_P == (k + 1 + d_P) % S_P is free
  *   wait(0); barrier                         // nothing in flight; slots free for reuse
  *
- * One barrier per iteration suffices: the only slot written in iteration k is the one last
- * read in iteration k-1, and the only slot read in k was written before k; both orders cross
- * that barrier. The barriers Halide put after each pipelined producer and at the end of the
- * body become redundant and are dropped; barriers between consumer stages stay. Tail
- * prefetches are guarded off, so no tile past the end is loaded. How a copy is emitted
- * (cp.async, staged through registers, or synchronous) is the CopyLowering's business; the
- * registers it stages through are allocated around the loop.
+ * One barrier per iteration suffices: the only slot written in iteration k+1 is the one last
+ * read in iteration k, and the only slot read in k+1 was written before it; both orders cross
+ * the barrier that ends iteration k. Read cyclically, an iteration is wait -> barrier -> issue
+ * the next copy -> compute, so the copies of tile k+d overlap the compute of tile k even with
+ * 2 stages. The wait count n holds because each step commits exactly one group (possibly
+ * empty, for a guarded-off tail), so when iteration k ends, the group holding tile k+1 of a
+ * buffer with distance d is older than the newest d - 1 groups. The barriers Halide put after
+ * each pipelined producer and at the end of the body become redundant and are dropped;
+ * barriers between consumer stages stay. Tail prefetches are guarded off, so no tile past the
+ * end is loaded. How a copy is emitted (cp.async, staged through registers, or synchronous) is
+ * the CopyLowering's business; the registers it stages through are allocated around the loop.
  *
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */
