@@ -15,11 +15,14 @@
 
 #include "Directive.h"
 #include "Error.h"
+#include "ContractionSchedule.h"
 #include "copy/CopyLowering.h"
 
 namespace {
 
 using namespace Halide;
+using alcop_generators::ContractionTiles;
+using alcop_generators::schedule_contraction;
 
 template<bool Batched>
 class MatMul : public Generator<MatMul<Batched>> {
@@ -121,59 +124,11 @@ public:
     }
 
     void schedule() {
-        const int tm = thread_m, tn = thread_n, bm = block_m, bn = block_n;
-        const int threads_x = bn / tn, threads = threads_x * (bm / tm);
-        RVar ki = r.x, ko = r.y;
-        Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
-
-        out.tile(x, y, xo, yo, xi, yi, bn, bm, TailStrategy::GuardWithIf)
-            .tile(xi, yi, tx, ty, xr, yr, tn, tm, TailStrategy::GuardWithIf)
-            .reorder(xr, yr, tx, ty, xo, yo)
-            .gpu_threads(tx, ty)
-            .unroll(xr)
-            .unroll(yr);
-        if (Batched) {
-            out.gpu_blocks(xo, yo, b);
-        } else {
-            out.gpu_blocks(xo, yo);
-        }
-
-        // The accumulators live in registers, one thread_m x thread_n tile per thread.
-        prod.compute_at(out, xo)
-            .store_in(MemoryType::Register)
-            .bound_extent(x, bn)
-            .bound_extent(y, bm)
-            .tile(x, y, tx, ty, xr, yr, tn, tm)
-            .reorder(xr, yr, tx, ty)
-            .gpu_threads(tx, ty)
-            .unroll(xr)
-            .unroll(yr);
-        prod.update()
-            .tile(x, y, tx, ty, xr, yr, tn, tm)
-            .reorder(xr, yr, ki, tx, ty, ko)
-            .gpu_threads(tx, ty)
-            .unroll(xr)
-            .unroll(yr)
-            .unroll(ki);
-
-        // Each chunk's tiles are copied by all threads, `vector_width` contiguous floats each.
-        const int stage_counts[] = {stages, stages_b > 0 ? (int)stages_b : (int)stages};
-        int operand = 0;
-        for (Func f : {A_shared, B_shared}) {
-            Var inner = f.args()[0], outer = f.args()[1];
-            Var io("io"), ii("ii"), t("t"), to("to"), ti("ti"), fx("fx"), fy("fy");
-            f.compute_at(prod, ko)
-                .store_in(MemoryType::GPUShared)
-                .split(inner, io, ii, vector_width)
-                .vectorize(ii)
-                .fuse(io, outer, t)
-                .split(t, to, ti, threads, TailStrategy::GuardWithIf)
-                .split(ti, fy, fx, threads_x)
-                .reorder(fx, fy, to)
-                .gpu_threads(fx, fy)
-                .unroll(to);
-            alcop::pipeline(f, stage_counts[operand++]);
-        }
+        const ContractionTiles tiles{block_m, block_n, thread_m, thread_n, vector_width};
+        std::vector<Var> extra_blocks;
+        if (Batched) extra_blocks.push_back(b);
+        schedule_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {}, tiles, stages,
+                             stages_b > 0 ? (int)stages_b : (int)stages);
         alcop::Options options;
         options.target = this->get_target();
         options.copies = copies;

@@ -33,6 +33,7 @@ class Measure : public IRVisitor {
     std::string shared;
     bool in_consume = false, producing = false;
     bool counted_barriers = false;
+    int deepest = 0;
 
     void visit(const Allocate *op) override {
         if (op->memory_type == MemoryType::GPUShared) {
@@ -82,7 +83,10 @@ class Measure : public IRVisitor {
 
     void visit(const ProducerConsumer *op) override {
         if (op->is_producer && watched(op->name)) {
-            if (!serial.empty() && shape.loop.empty()) {
+            if (finding && (int)serial.size() > deepest) {
+                // The streaming loop is the innermost serial loop around a copy (prologue
+                // copies sit outside it, possibly inside other serial loops).
+                deepest = serial.size();
                 shape.loop = serial.back()->name;
             }
             if (!serial.empty() && serial.back()->name == shape.loop && !counted_barriers) {
@@ -142,9 +146,10 @@ public:
     std::set<std::string> funcs, followed_by_barrier;
     PipelineSummary shape;
     Measure(std::set<std::string> funcs, std::string loop)
-        : funcs(std::move(funcs)) {
+        : funcs(std::move(funcs)), finding(loop.empty()) {
         shape.loop = std::move(loop);
     }
+    const bool finding;
 };
 
 }  // namespace

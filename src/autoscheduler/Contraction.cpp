@@ -1,0 +1,411 @@
+#include "autoscheduler/Contraction.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace alcop {
+namespace autoscheduler {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+/** Replaces the symbols a size can depend on (scalar Params, buffer mins and extents) by
+ * their constraints or estimates. Records a symbol it cannot replace. */
+class SubstituteEstimates : public IRMutator {
+    using IRMutator::visit;
+
+    Expr visit(const Variable *op) override {
+        if (!op->param.defined()) {
+            return op;
+        }
+        const Parameter &p = op->param;
+        if (!p.is_buffer()) {
+            Expr e = p.estimate();
+            if (!e.defined()) {
+                missing = op->name;
+                return op;
+            }
+            return cast(op->type, e);
+        }
+        // "<buffer>.<field>.<dim>"
+        const std::string prefix = p.name() + ".";
+        if (op->name.rfind(prefix, 0) != 0) {
+            missing = op->name;
+            return op;
+        }
+        std::string rest = op->name.substr(prefix.size());
+        size_t dot = rest.find('.');
+        if (dot == std::string::npos) {
+            missing = op->name;
+            return op;
+        }
+        const std::string field = rest.substr(0, dot);
+        const int dim = std::atoi(rest.c_str() + dot + 1);
+        Expr e;
+        if (field == "extent") {
+            e = p.extent_constraint(dim);
+            if (!e.defined() || !is_const(e)) e = p.extent_constraint_estimate(dim);
+        } else if (field == "min") {
+            e = p.min_constraint(dim);
+            if (!e.defined() || !is_const(e)) e = p.min_constraint_estimate(dim);
+        }
+        if (!e.defined()) {
+            missing = op->name;
+            return op;
+        }
+        return cast(op->type, e);
+    }
+
+public:
+    std::string missing;
+};
+
+/** The pure variables of `f` and RDom variables of `rvars` that `e` uses. */
+std::set<std::string> vars_used(const Expr &e, const std::vector<std::string> &candidates) {
+    std::set<std::string> used;
+    for (const std::string &v : candidates) {
+        if (expr_uses_var(e, v)) used.insert(v);
+    }
+    return used;
+}
+
+std::set<std::string> vars_used(const std::vector<Expr> &args, const std::vector<std::string> &candidates) {
+    std::set<std::string> used;
+    for (const Expr &e : args) {
+        std::set<std::string> u = vars_used(e, candidates);
+        used.insert(u.begin(), u.end());
+    }
+    return used;
+}
+
+/** `e` is exactly the variable `name`. */
+bool is_var(const Expr &e, const std::string &name) {
+    const Variable *v = e.as<Variable>();
+    return v && v->name == name;
+}
+
+/** The Func `e` calls, when `e` is a call to a Func (not an image, not an intrinsic). */
+const Call *as_func_call(const Expr &e) {
+    const Call *c = e.as<Call>();
+    return (c && c->call_type == Call::Halide && c->func.defined()) ? c : nullptr;
+}
+
+int64_t estimate_of(const Expr &e, std::string *missing_symbol) {
+    SubstituteEstimates s;
+    Expr v = simplify(s.mutate(e));
+    if (!s.missing.empty()) {
+        *missing_symbol = s.missing;
+        return -1;
+    }
+    const int64_t *i = as_const_int(v);
+    if (!i) {
+        *missing_symbol = "(" + std::to_string(0) + ")";
+        std::ostringstream os;
+        os << e;
+        *missing_symbol = os.str();
+        return -1;
+    }
+    return *i;
+}
+
+Operand make_operand(const Call *call) {
+    Operand o;
+    o.func = Function(call->func);
+    o.args = call->args;
+    const Function &f = o.func;
+    if (f.is_pure() && f.values().size() == 1) {
+        const Call *read = f.values()[0].as<Call>();
+        bool plain = read && read->call_type == Call::Image && read->param.defined() &&
+                     read->args.size() == f.args().size();
+        for (size_t i = 0; plain && i < read->args.size(); i++) {
+            plain = is_var(read->args[i], f.args()[i]);
+        }
+        if (plain) {
+            o.image = read->param;
+            int64_t elems = 1;
+            for (int d = 0; d < read->param.dimensions() && elems > 0; d++) {
+                Expr e = read->param.extent_constraint(d);
+                if (!e.defined() || !is_const(e)) e = read->param.extent_constraint_estimate(d);
+                const int64_t *i = e.defined() ? as_const_int(simplify(e)) : nullptr;
+                elems = i ? elems * *i : 0;
+            }
+            o.bytes_estimate = elems * read->param.type().bytes();
+        }
+    }
+    return o;
+}
+
+/** Whether `f` or anything it calls (transitively) has an update or extern definition. */
+bool all_pure(const Function &f, std::string *impure) {
+    for (const auto &kv : find_transitive_calls(f)) {
+        if (!kv.second.is_pure()) {
+            *impure = kv.first;
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+const char *to_string(DimRole role) {
+    switch (role) {
+    case DimRole::N:
+        return "N";
+    case DimRole::M:
+        return "M";
+    case DimRole::Batch:
+        return "batch";
+    }
+    return "?";
+}
+
+Expr substitute_estimates(const Expr &e) {
+    SubstituteEstimates s;
+    Expr v = simplify(s.mutate(e));
+    return s.missing.empty() ? v : Expr();
+}
+
+int Contraction::n_dim() const {
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (dims[i].role == DimRole::N) return (int)i;
+    }
+    return -1;
+}
+
+std::vector<int> Contraction::m_dims() const {
+    std::vector<int> r;
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (dims[i].role == DimRole::M) r.push_back((int)i);
+    }
+    return r;
+}
+
+std::vector<int> Contraction::batch_dims() const {
+    std::vector<int> r;
+    for (size_t i = 0; i < dims.size(); i++) {
+        if (dims[i].role == DimRole::Batch) r.push_back((int)i);
+    }
+    return r;
+}
+
+std::string Contraction::describe() const {
+    std::ostringstream os;
+    os << kind << " " << output.name();
+    if (!output_is_reduction) os << " = " << reduction.name();
+    os << " = sum(" << a.func.name() << " * " << b.func.name() << "):";
+    for (DimRole role : {DimRole::M, DimRole::N, DimRole::Batch}) {
+        for (const ContractionDim &d : dims) {
+            if (d.role == role) os << " " << to_string(role) << ":" << d.output_var << "=" << d.extent;
+        }
+    }
+    for (const ContractionRVar &r : rvars) {
+        os << " K:" << r.name << "=" << r.extent_estimate;
+    }
+    os << " (" << problem.to_string() << ")";
+    return os.str();
+}
+
+std::optional<Contraction> recognize_contraction(const std::vector<Function> &outputs, std::string *why) {
+    auto fail = [&](const std::string &reason) -> std::optional<Contraction> {
+        *why = reason;
+        return std::nullopt;
+    };
+    if (outputs.size() != 1) {
+        return fail("the pipeline has " + std::to_string(outputs.size()) + " outputs; a contraction has one");
+    }
+    Contraction c;
+    c.output = outputs[0];
+    const Function &out = c.output;
+    if (out.has_extern_definition() || out.values().size() != 1) {
+        return fail("the output " + out.name() + " is an extern or Tuple-valued Func");
+    }
+
+    // The accumulating Func: the output, or the Func that the output copies.
+    std::vector<int> perm;  // output dim d <-> reduction arg perm[d]
+    if (out.has_update_definition()) {
+        c.reduction = out;
+        c.output_is_reduction = true;
+        for (size_t d = 0; d < out.args().size(); d++) perm.push_back((int)d);
+    } else {
+        const Call *copy = as_func_call(out.values()[0]);
+        if (!copy) {
+            return fail("the output " + out.name() + " neither accumulates nor is a plain copy of a Func that does");
+        }
+        c.reduction = Function(copy->func);
+        if (copy->args.size() != out.args().size()) {
+            return fail("the output " + out.name() + " is not a plain copy of " + c.reduction.name());
+        }
+        perm.assign(out.args().size(), -1);
+        for (size_t j = 0; j < copy->args.size(); j++) {
+            for (size_t d = 0; d < out.args().size(); d++) {
+                if (is_var(copy->args[j], out.args()[d])) perm[d] = (int)j;
+            }
+        }
+        if (std::count(perm.begin(), perm.end(), -1)) {
+            return fail("the output " + out.name() + " reads " + c.reduction.name() +
+                        " at coordinates that are not its own variables");
+        }
+    }
+    const Function &f = c.reduction;
+    if (f.updates().size() != 1 || f.has_extern_definition()) {
+        return fail(f.name() + " has " + std::to_string(f.updates().size()) +
+                    " update definitions; a contraction has exactly one, f(...) += a(...) * b(...)");
+    }
+    if (f.output_types().size() != 1 || f.output_types()[0] != Float(32)) {
+        return fail(f.name() + " is not a single float32 value (the model and the kernels are FP32)");
+    }
+    const Definition &update = f.update(0);
+    if (!is_const_one(update.predicate())) {
+        return fail("the RDom of " + f.name() + " has a predicate (RDom::where)");
+    }
+    for (size_t i = 0; i < f.args().size(); i++) {
+        if (!is_var(update.args()[i], f.args()[i])) {
+            return fail("the update of " + f.name() + " does not write f(" + f.args()[i] + ", ...) at its own variables");
+        }
+    }
+    // value = f(args) + a * b, in either order.
+    const Add *add = update.values()[0].as<Add>();
+    const Mul *mul = nullptr;
+    if (add) {
+        for (const Expr &self : {add->a, add->b}) {
+            const Call *s = as_func_call(self);
+            if (s && s->name == f.name()) {
+                bool same = s->args.size() == f.args().size();
+                for (size_t i = 0; same && i < s->args.size(); i++) same = is_var(s->args[i], f.args()[i]);
+                if (same) mul = (self.same_as(add->a) ? add->b : add->a).as<Mul>();
+            }
+        }
+    }
+    if (!mul) {
+        return fail("the update of " + f.name() + " is not f(...) = f(...) + a(...) * b(...)");
+    }
+    const Call *ca = as_func_call(mul->a), *cb = as_func_call(mul->b);
+    if (!ca || !cb) {
+        return fail("the update of " + f.name() + " multiplies values that are not calls to Funcs or inputs");
+    }
+    if (ca->name == cb->name) {
+        return fail("both factors of " + f.name() + " read " + ca->name +
+                    "; the two operands must be different Funcs to be staged separately");
+    }
+    for (const Call *call : {ca, cb}) {
+        std::string impure;
+        if (!all_pure(Function(call->func), &impure)) {
+            return fail("the operand " + call->name + " depends on " + impure +
+                        ", which is not a pure Func (updates and extern stages are not staged)");
+        }
+    }
+
+    // The reduction domain.
+    for (const ReductionVariable &rv : update.schedule().rvars()) {
+        ContractionRVar r;
+        r.name = rv.var;
+        r.min = rv.min;
+        r.extent = rv.extent;
+        std::string missing;
+        r.extent_estimate = estimate_of(rv.extent, &missing);
+        if (r.extent_estimate < 0) {
+            return fail("the extent of " + rv.var + " depends on " + missing + ", which has no estimate");
+        }
+        c.rvars.push_back(r);
+    }
+    if (c.rvars.empty()) {
+        return fail("the update of " + f.name() + " has no RDom");
+    }
+    std::vector<std::string> rnames, fvars = f.args();
+    for (const ContractionRVar &r : c.rvars) rnames.push_back(r.name);
+
+    // Roles. b is the operand that the output's innermost dimension indexes.
+    const std::string inner = f.args()[perm[0]];
+    const bool a_inner = vars_used(ca->args, {inner}).size(), b_inner = vars_used(cb->args, {inner}).size();
+    if (a_inner == b_inner) {
+        return fail("the output's innermost dimension " + out.args()[0] + (a_inner ? " indexes both" : " indexes neither") +
+                    " operand; it must index exactly one (the N dimension)");
+    }
+    c.a = make_operand(a_inner ? cb : ca);
+    c.b = make_operand(a_inner ? ca : cb);
+    const std::set<std::string> a_vars = vars_used(c.a.args, fvars), b_vars = vars_used(c.b.args, fvars);
+    const std::set<std::string> a_rvars = vars_used(c.a.args, rnames), b_rvars = vars_used(c.b.args, rnames);
+    if (!a_rvars.count(rnames[0]) || !b_rvars.count(rnames[0])) {
+        return fail("the first RDom variable " + rnames[0] + " does not index both operands, so the update is not a contraction over it");
+    }
+    for (const std::string &r : rnames) {
+        if (!a_rvars.count(r) && !b_rvars.count(r)) {
+            return fail("the RDom variable " + r + " indexes neither operand");
+        }
+    }
+
+    // Sizes at the estimates.
+    std::map<std::string, std::pair<int64_t, int64_t>> est;  // output var -> (min, extent)
+    for (const Bound &bd : out.schedule().estimates()) {
+        std::string missing;
+        int64_t e = estimate_of(bd.extent, &missing);
+        if (e > 0) est[bd.var] = {0, e};
+    }
+    for (size_t d = 0; d < out.args().size(); d++) {
+        ContractionDim dim;
+        dim.output_var = out.args()[d];
+        dim.output_dim = (int)d;
+        dim.reduction_var = f.args()[perm[d]];
+        const bool in_a = a_vars.count(dim.reduction_var), in_b = b_vars.count(dim.reduction_var);
+        dim.role = (d == 0) ? DimRole::N : (in_a && !in_b) ? DimRole::M : DimRole::Batch;
+        if (est.count(dim.output_var)) {
+            dim.extent = est[dim.output_var].second;
+        } else if (!out.output_buffers().empty()) {
+            Expr e = out.output_buffers()[0].extent_constraint_estimate((int)d);
+            const int64_t *i = e.defined() ? as_const_int(simplify(e)) : nullptr;
+            dim.extent = i ? *i : 0;
+        }
+        if (dim.extent <= 0) {
+            return fail("the output " + out.name() + " has no estimate for dimension " + dim.output_var +
+                        "; call " + out.name() + ".set_estimates(...)");
+        }
+        c.dims.push_back(dim);
+    }
+    if (c.m_dims().empty()) {
+        return fail("no output dimension indexes only " + c.a.func.name() +
+                    " (a matrix-vector product); Alcop tiles two dimensions, M and N");
+    }
+
+    // The model's problem: M = the tiled M dimensions (at most two are tiled; further ones
+    // are separate blocks, like batches), N = the N dimension, K = the whole RDom.
+    model::Problem &p = c.problem;
+    p.m = 1;
+    p.batch = 1;
+    std::vector<int> m = c.m_dims();
+    for (size_t i = 0; i < m.size(); i++) {
+        (i < 2 ? p.m : p.batch) *= c.dims[m[i]].extent;
+    }
+    for (int i : c.batch_dims()) p.batch *= c.dims[i].extent;
+    p.n = c.dims[c.n_dim()].extent;
+    p.k = 1;
+    for (const ContractionRVar &r : c.rvars) p.k *= r.extent_estimate;
+    // Unique input bytes: an implicit-GEMM convolution reads each input pixel for many rows of
+    // its virtual A; 0 (dense) when the operand is not a plain input.
+    p.a_bytes = c.a.bytes_estimate;
+    p.b_bytes = c.b.bytes_estimate;
+
+    // A name for reports.
+    bool shifted = false;  // some operand argument mixes a pure variable and an RDom variable
+    for (const Operand *o : {&c.a, &c.b}) {
+        for (const Expr &arg : o->args) {
+            shifted = shifted || (!vars_used(arg, fvars).empty() && !vars_used(arg, rnames).empty());
+        }
+    }
+    if (shifted || c.rvars.size() > 1) {
+        c.kind = "implicit-GEMM convolution";
+    } else if (p.batch > 1 || !c.batch_dims().empty()) {
+        c.kind = "batched matmul";
+    } else {
+        c.kind = "GEMM";
+    }
+    p.name = c.kind;
+    return c;
+}
+
+}  // namespace autoscheduler
+}  // namespace alcop
