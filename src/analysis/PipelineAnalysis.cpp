@@ -1,4 +1,5 @@
 #include "analysis/PipelineAnalysis.h"
+
 #include "Error.h"
 #include "analysis/KernelContext.h"
 
@@ -359,14 +360,14 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                     << "'s tile in shared memory changes with the iterations of " << describe_loop(loop)
                     << " or has no constant bounds. Pipelining needs a tile of constant size and place; "
                     << "split the reduction exactly (e.g. RDom(0, tile, 0, count)) instead of guarding a tail.\n";
-                debug(2) << "alcop: store of " << produced << " at bytes [" << a.range.lo << ", " << a.range.hi
-                         << "]: " << Stmt((const Store *)a.node) << "\n";
                 b.begin = std::min(b.begin, a.range.lo);
                 b.end = std::max(b.end, a.range.hi + 1);
             }
             user_assert(c.stored.empty())
                 << "alcop::pipeline(" << produced << "): the producer of " << produced << " also writes "
                 << *c.stored.begin() << "; a pipelined producer may only write its own shared tile.\n";
+            debug(2) << "alcop: " << produced << " occupies bytes [" << b.begin << ", " << b.end << ") of "
+                     << alloc->name << " in " << describe_loop(loop) << "\n";
             buffers[produced] = b;
             result.body.roles.push_back(StmtRole::Producer);
         } else {

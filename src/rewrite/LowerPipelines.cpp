@@ -4,6 +4,7 @@
 #include "copy/CopyLowering.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
+
 #include "Error.h"
 
 #include <numeric>
@@ -64,10 +65,11 @@ class InjectPipelines : public IRMutator {
         const int bytes = t.element_of().bytes();
         const bool off_by_one = is_load && options.fault == Fault::SlotOffByOne;
         Expr slot = (a.iteration + (off_by_one ? 1 : 0)) % a.stages;
-        // Every term is a whole number of elements: see PipelinePlan.h.
+        // Every term is a whole multiple of slot_alignment bytes (see PipelinePlan.h), so the
+        // shift is a whole number of elements and keeps what Halide proved about alignment,
+        // up to slot_alignment.
         Expr shift = simplify(a.anchor_units * (int)(slot_alignment / bytes) + (int)(a.shift_bytes / bytes) +
                               slot * (int)(a.slot_bytes / bytes));
-        // The shift is a multiple of slot_alignment bytes (see PipelinePlan.h).
         const int64_t unit = slot_alignment / bytes;
         const int64_t m = std::gcd(alignment.modulus, unit);
         alignment = ModulusRemainder(m, m ? alignment.remainder % m : 0);

@@ -1,0 +1,88 @@
+// Contractions written plainly, with estimates and no schedule, for the Alcop autoscheduler:
+//
+//   as_gemm:   out(x, y)        = sum_r A(r, y) * B(x, r)
+//   as_bmm:    out(x, y, b)     = sum_r A(r, y, b) * B(x, r, b)
+//   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
+//              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
+//
+// Every size is a runtime size; the estimates are what the autoscheduler tunes for. Built with
+// `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` by test/autoscheduler/CMakeLists.txt.
+
+#include "Halide.h"
+
+namespace {
+
+using namespace Halide;
+
+class Gemm : public Generator<Gemm> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = 0.0f;
+        prod(x, y) += A(r, y) * B(x, r);
+        out(x, y) = prod(x, y);
+
+        const int M = 128, N = 128, K = 128;
+        A.set_estimates({{0, K}, {0, M}});
+        B.set_estimates({{0, N}, {0, K}});
+        out.set_estimates({{0, N}, {0, M}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
+class Bmm : public Generator<Bmm> {
+public:
+    Input<Buffer<float>> A{"A", 3};
+    Input<Buffer<float>> B{"B", 3};
+    Output<Buffer<float>> out{"out", 3};
+
+    void generate() {
+        // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
+        RDom r(0, A.dim(0).extent(), "r");
+        out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
+
+        const int batch = 3, M = 64, N = 64, K = 64;
+        A.set_estimates({{0, K}, {0, M}, {0, batch}});
+        B.set_estimates({{0, N}, {0, K}, {0, batch}});
+        out.set_estimates({{0, N}, {0, M}, {0, batch}});
+    }
+
+private:
+    Var x{"x"}, y{"y"}, b{"b"};
+};
+
+class Conv2d : public Generator<Conv2d> {
+public:
+    Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
+    Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
+    Output<Buffer<float>> out{"out", 4};         // (co, x, y, n)
+
+    void generate() {
+        RDom r(0, input.dim(0).extent(), 0, weights.dim(2).extent(), 0, weights.dim(3).extent(), "r");
+        Func conv("conv");
+        conv(co, x, y, n) = 0.0f;
+        conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
+        out(co, x, y, n) = conv(co, x, y, n);
+
+        const int N = 2, H = 16, W = 16, CI = 32, CO = 32, KH = 3, KW = 3;
+        input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
+        weights.set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
+        out.set_estimates({{0, CO}, {0, W}, {0, H}, {0, N}});
+    }
+
+private:
+    Var co{"co"}, x{"x"}, y{"y"}, n{"n"};
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(Gemm, as_gemm)
+HALIDE_REGISTER_GENERATOR(Bmm, as_bmm)
+HALIDE_REGISTER_GENERATOR(Conv2d, as_conv2d)

@@ -1,0 +1,290 @@
+// The Alcop autoscheduler plugin in-process, the way JIT code uses it: Halide::load_plugin,
+// then Pipeline::auto_schedule("Alcop", target). For a GEMM, a batched matmul and an NHWC
+// conv2d: the search ranks >= 1000 candidates and prints its time, the schedule source
+// pipelines the staged tiles (stages > 1) and enables the pass, and the scheduled pipeline
+// lowers for OpenCL and for CUDA sm_80, whose PTX ptxas assembles (when found). Also: the
+// fallbacks (an unrecognized pipeline, a K no k tile divides, a non-GPU target) and, for
+// comparison, Halide 14's Li2018 autoscheduler on the same GEMM. No device is needed.
+
+#include "Halide.h"
+
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+using namespace Halide;
+
+namespace {
+
+void load_plugins() {
+    static bool loaded = [] {
+        load_plugin(ALCOP_PLUGIN);
+        load_plugin(LI2018_PLUGIN);
+        return true;
+    }();
+    (void)loaded;
+}
+
+/** A pipeline to schedule and the arguments to compile it with. */
+struct Built {
+    Pipeline pipeline;
+    std::vector<Argument> args;
+};
+
+/** out(x, y) = sum_r A(r, y) * B(x, r), M x N x K at the estimates; `k_extent` overrides the
+ * RDom extent (a constant) when positive. */
+Built gemm(int m, int n, int k, int k_extent = 0) {
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var x("x"), y("y");
+    RDom r(0, k_extent > 0 ? Expr(k_extent) : A.dim(0).extent(), "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, k}, {0, m}});
+    B.set_estimates({{0, n}, {0, k}});
+    out.set_estimates({{0, n}, {0, m}});
+    return {Pipeline(out), {A, B}};
+}
+
+/** out(x, y, b) = sum(A(r, y, b) * B(x, r, b)), an inline reduction. */
+Built bmm(int batch, int m, int n, int k) {
+    ImageParam A(Float(32), 3, "A"), B(Float(32), 3, "B");
+    Var x("x"), y("y"), b("b");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func out("out");
+    out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
+    A.set_estimates({{0, k}, {0, m}, {0, batch}});
+    B.set_estimates({{0, n}, {0, k}, {0, batch}});
+    out.set_estimates({{0, n}, {0, m}, {0, batch}});
+    return {Pipeline(out), {A, B}};
+}
+
+/** NHWC conv2d, 3 x 3, stride 1, valid: out(co, x, y, n). */
+Built conv2d(int n, int h, int w, int ci, int co) {
+    ImageParam input(Float(32), 4, "input"), weights(Float(32), 4, "weights");
+    Var c("co"), x("x"), y("y"), b("n");
+    RDom r(0, input.dim(0).extent(), 0, 3, 0, 3, "r");
+    Func conv("conv"), out("out");
+    conv(c, x, y, b) = 0.0f;
+    conv(c, x, y, b) += input(r.x, x + r.y, y + r.z, b) * weights(c, r.x, r.y, r.z);
+    out(c, x, y, b) = conv(c, x, y, b);
+    input.set_estimates({{0, ci}, {0, w + 2}, {0, h + 2}, {0, n}});
+    weights.set_estimates({{0, co}, {0, ci}, {0, 3}, {0, 3}});
+    out.set_estimates({{0, co}, {0, w}, {0, h}, {0, n}});
+    return {Pipeline(out), {input, weights}};
+}
+
+struct Scheduled {
+    std::string source, log;
+};
+
+Scheduled autoschedule(Built &b, const std::string &scheduler, const Target &t) {
+    load_plugins();
+    testing::internal::CaptureStderr();
+    AutoSchedulerResults r = b.pipeline.auto_schedule(scheduler, t);
+    Scheduled s;
+    s.log = testing::internal::GetCapturedStderr();
+    s.source = r.schedule_source;
+    std::cout << s.log;
+    return s;
+}
+
+/** The stages of every alcop::pipeline(...) call in a schedule source. */
+std::vector<int> pipeline_stages(const std::string &source) {
+    std::vector<int> stages;
+    std::regex call("alcop::pipeline\\([^,]+, (\\d+)\\)");
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), call); it != std::sregex_iterator(); ++it) {
+        stages.push_back(std::stoi((*it)[1]));
+    }
+    return stages;
+}
+
+std::string ptx_of(const Module &m) {
+    for (const Buffer<> &b : m.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    return "";
+}
+
+/** Assembles `ptx` for sm_80; returns ptxas's log, or "" when ptxas was not found. */
+std::string ptxas(const std::string &ptx, const std::string &name, bool *ok) {
+    *ok = true;
+#ifdef ALCOP_PTXAS
+    const std::string base = testing::TempDir() + "alcop_as_" + name;
+    std::ofstream(base + ".ptx") << ptx;
+    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=sm_80 " + base + ".ptx -o " + base + ".cubin 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    std::string log;
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) log += line;
+    *ok = p && pclose(p) == 0;
+    return log.empty() ? "(ptxas printed nothing)" : log;
+#else
+    return "";
+#endif
+}
+
+struct Case {
+    std::string name;
+    Built (*make)();
+    std::string k_specialization;  ///< what the chunked branch is specialized on
+};
+
+const Case cases[] = {
+    {"gemm", [] { return gemm(1024, 1024, 1024); }, "A.dim(0).extent() == 1024"},
+    {"bmm", [] { return bmm(8, 256, 256, 256); }, "A.dim(0).extent() == 256"},
+    {"conv2d", [] { return conv2d(2, 32, 32, 64, 64); }, "input.dim(0).extent() == 64"},
+};
+
+class Contraction : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Contraction, IsSearchedScheduledAndPipelined) {
+    const Case &c = GetParam();
+    Built b = c.make();
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    std::cout << s.source;
+
+    // The search: >= 1000 candidates ranked, and its time printed.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("(\\d+) candidates ranked .* in ([0-9.]+) ms"))) << s.log;
+    EXPECT_GE(std::stoi(m[1]), 1000);
+    const double ms = std::stod(m[2]);
+    EXPECT_LT(ms, 1000.0) << "goal: <= 1 s for the search";
+    std::cout << "[search] " << c.name << ": " << m[1] << " candidates in " << ms << " ms\n";
+
+    // The schedule: both staged tiles pipelined, the pass enabled, K chunked where it is the estimate.
+    const std::vector<int> stages = pipeline_stages(s.source);
+    ASSERT_EQ(stages.size(), 2u) << s.source;
+    for (int st : stages) EXPECT_GT(st, 1) << s.source;
+    EXPECT_NE(s.source.find("alcop::enable(pipeline"), std::string::npos);
+    EXPECT_NE(s.source.find(".store_in(MemoryType::GPUShared)"), std::string::npos);
+    EXPECT_NE(s.source.find(".store_in(MemoryType::Register)"), std::string::npos);
+    EXPECT_NE(s.source.find(".update(0).specialize(" + c.k_specialization + ")"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find("// Chosen: "), std::string::npos);
+
+    // It lowers (the ALCOP pass accepts every branch) for OpenCL.
+    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, c.name, Target("host-opencl")));
+}
+
+TEST_P(Contraction, CompilesForCudaAndPtxasAssemblesIt) {
+    const Case &c = GetParam();
+    Built b = c.make();
+    const Target t("host-cuda-cuda_capability_80");
+    Scheduled s = autoschedule(b, "Alcop", t);
+    for (int st : pipeline_stages(s.source)) EXPECT_GT(st, 1);
+    Module mod = b.pipeline.compile_to_module(b.args, c.name, t);
+    const std::string ptx = ptx_of(mod);
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+    bool ok;
+    const std::string log = ptxas(ptx, c.name, &ok);
+    if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
+    EXPECT_TRUE(ok) << log;
+    std::cout << "[ptxas sm_80] " << c.name << ":\n" << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(Autoscheduler, Contraction, ::testing::ValuesIn(cases),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+TEST(Autoscheduler, ConstantKIsChunkedWithoutASpecialization) {
+    Built b = gemm(512, 512, 512, 512);
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
+    for (int st : pipeline_stages(s.source)) EXPECT_GT(st, 1);
+    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_constant_k", Target("host-opencl")));
+}
+
+TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
+    Built b = gemm(256, 256, 1023);
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    EXPECT_NE(s.log.find("not a multiple of the k tile"), std::string::npos) << s.log;
+    EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".rename(r_x, r_x_o)"), std::string::npos) << s.source;
+    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_odd_k", Target("host-opencl")));
+}
+
+TEST(Autoscheduler, VerboseListsTheTopCandidates) {
+    setenv("ALCOP_AUTOSCHEDULER_VERBOSE", "1", 1);
+    setenv("ALCOP_AUTOSCHEDULER_TOP", "5", 1);
+    Built b = gemm(1024, 1024, 1024);
+    Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
+    unsetenv("ALCOP_AUTOSCHEDULER_VERBOSE");
+    unsetenv("ALCOP_AUTOSCHEDULER_TOP");
+    EXPECT_NE(s.log.find("rank  schedule"), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("   5  "), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("A100"), std::string::npos) << "sm_80 is modelled as an A100: " << s.log;
+}
+
+TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
+    // A matmul followed by a ReLU: the output is not a copy of the accumulator.
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    out(x, y) = max(prod(x, y), 0.0f);
+    A.set_estimates({{0, 256}, {0, 256}});
+    B.set_estimates({{0, 256}, {0, 256}});
+    out.set_estimates({{0, 256}, {0, 256}});
+    Built b{Pipeline(out), {A, B}};
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    EXPECT_NE(s.log.find("not a contraction it recognizes"), std::string::npos) << s.log;
+    EXPECT_NE(s.source.find("plain GPU schedule"), std::string::npos) << s.source;
+    EXPECT_EQ(s.source.find("alcop::pipeline"), std::string::npos);
+    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_relu", Target("host-opencl")));
+}
+
+TEST(Autoscheduler, NonGpuTargetIsAnError) {
+    Built b = gemm(256, 256, 256);
+    load_plugins();
+    try {
+        b.pipeline.auto_schedule("Alcop", Target("host"));
+        FAIL() << "expected an error";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU feature"), std::string::npos) << e.what();
+    }
+}
+
+// Halide 14's GPU autoscheduler on the same GEMM, compared by the model. Li2018 computes each
+// output in one thread, reading both operands from global memory every k step: no shared-memory
+// tile and no register tile, so no point of the model's space (whose schedules all stage tiles
+// in shared memory) describes it. What can be said with the model's GPU numbers: its operand
+// traffic into the SMs is at least one A element per FMA (B is shared by a block's threads),
+// 4*M*N*K bytes, a floor on its time at the L2 bandwidth.
+TEST(Autoscheduler, ComparedWithLi2018ByTheModel) {
+    const int M = 1024, N = 1024, K = 1024;
+    const Target t("host-cuda-cuda_capability_80");
+    Built ours = gemm(M, N, K), theirs = gemm(M, N, K);
+    Scheduled a = autoschedule(ours, "Alcop", t);
+    Scheduled l = autoschedule(theirs, "Li2018", t);
+    std::cout << "[Li2018 schedule]\n" << l.source;
+    EXPECT_NO_THROW(theirs.pipeline.compile_to_module(theirs.args, "gemm_li2018", t));
+
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(a.source, m, std::regex("Chosen: (\\S+ \\S+ \\S+ \\S+), M tile \\S+, predicted ([0-9.]+) us")));
+    const double alcop_us = std::stod(m[2]);
+    const alcop::model::GpuSpec &gpu = *alcop::model::find_gpu("A100");
+    const double li_floor_us = 4.0 * M * N * K / (gpu.l2_gbps * 1e9) * 1e6;
+    int threads = 0;
+    if (std::regex_search(l.source, m, std::regex("update\\(0\\)\\s*\\.split\\(\\w+,\\w+,\\w+,(\\d+)"))) threads = std::stoi(m[1]);
+    std::cout << "[compare] GEMM " << M << "x" << N << "x" << K << " on the " << gpu.name << " model:\n"
+              << "  Alcop:  " << alcop_us << " us predicted by the model for its chosen candidate\n"
+              << "  Li2018: one output per thread (" << threads << " threads a block), no shared or register tile;"
+              << " not in the model's space; operand traffic >= " << 4.0 * M * N * K / 1e9 << " GB, >= "
+              << li_floor_us << " us at the L2 bandwidth (" << gpu.l2_gbps << " GB/s)\n";
+    EXPECT_GT(alcop_us, 0);
+    EXPECT_LT(alcop_us, li_floor_us) << "the model ranks Alcop's schedule below Li2018's floor";
+}
+
+}  // namespace

@@ -1,0 +1,173 @@
+// The Alcop-autoscheduled GEMM, batched matmul and conv2d (PlainGenerators.cpp, compiled AOT
+// for OpenCL with the plugin), run on the CPU through pocl against a double-precision
+// reference: at the estimated sizes (the pipelined fast path: chunks of the chosen k tile,
+// direct vectorized copies) and at sizes that take every other branch (another K: chunks of
+// one element; outputs that are not a whole number of block tiles: clamped copies).
+// This binary must not load libHalide: pocl links its own LLVM.
+
+#include "HalideBuffer.h"
+#include "HalideRuntime.h"
+
+#include "as_bmm.h"
+#include "as_conv2d.h"
+#include "as_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+namespace {
+
+using Halide::Runtime::Buffer;
+
+void fill_random(Buffer<float> &b, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    b.for_each_value([&](float &v) { v = dist(rng); });
+    // for_each_value writes through raw pointers: the host copy is the newer one.
+    b.set_host_dirty();
+}
+
+Buffer<float> poisoned(const std::vector<int> &sizes) {
+    Buffer<float> out(sizes);
+    out.fill(std::nanf(""));
+    out.set_host_dirty();
+    return out;
+}
+
+/** Whether `got` is within 1e-4 of `ref` relative to sum |a*b| (the rounding scale of an fp32
+ * dot product); NaN (an element never written) never is. */
+bool close(float got, double ref, double scale) {
+    return std::abs(got - ref) <= 1e-4 * std::max(scale, 1e-6);
+}
+
+struct MatShape {
+    int batch, m, n, k;
+};
+
+std::string describe(const MatShape &s) {
+    return std::to_string(s.batch) + "x" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+int gemm_mismatches(const MatShape &s, bool batched) {
+    Buffer<float> a = batched ? Buffer<float>(s.k, s.m, s.batch) : Buffer<float>(s.k, s.m);
+    Buffer<float> b = batched ? Buffer<float>(s.n, s.k, s.batch) : Buffer<float>(s.n, s.k);
+    fill_random(a, s.m * 131 + s.k);
+    fill_random(b, s.n * 17 + s.k);
+    Buffer<float> out = batched ? poisoned({s.n, s.m, s.batch}) : poisoned({s.n, s.m});
+    int err = batched ? as_bmm(a, b, out) : as_gemm(a, b, out);
+    EXPECT_EQ(err, 0) << "pipeline error on " << describe(s);
+    if (err) return -1;
+    out.copy_to_host();
+    int bad = 0;
+    for (int z = 0; z < s.batch; z++) {
+        for (int y = 0; y < s.m; y++) {
+            for (int x = 0; x < s.n; x++) {
+                double ref = 0, scale = 0;
+                for (int k = 0; k < s.k; k++) {
+                    double t = batched ? (double)a(k, y, z) * b(x, k, z) : (double)a(k, y) * b(x, k);
+                    ref += t;
+                    scale += std::abs(t);
+                }
+                bad += !close(batched ? out(x, y, z) : out(x, y), ref, scale);
+            }
+        }
+    }
+    return bad;
+}
+
+class Gemm : public ::testing::TestWithParam<MatShape> {};
+
+TEST_P(Gemm, MatchesReference) {
+    EXPECT_EQ(gemm_mismatches(GetParam(), false), 0) << describe(GetParam());
+}
+
+// Estimates: M = N = K = 128.
+INSTANTIATE_TEST_SUITE_P(Sizes, Gemm,
+                         ::testing::Values(MatShape{1, 128, 128, 128},  // the estimate: fast path
+                                           MatShape{1, 64, 256, 128},   // K as estimated, whole tiles
+                                           MatShape{1, 100, 70, 128},   // K as estimated, partial tiles
+                                           MatShape{1, 128, 128, 96},   // another K: chunks of 1
+                                           MatShape{1, 100, 70, 50},    // every tail
+                                           MatShape{1, 1, 1, 1},        // one element
+                                           MatShape{1, 130, 3, 97}),    // thin N, prime K
+                         [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
+
+class Bmm : public ::testing::TestWithParam<MatShape> {};
+
+TEST_P(Bmm, MatchesReference) {
+    EXPECT_EQ(gemm_mismatches(GetParam(), true), 0) << describe(GetParam());
+}
+
+// Estimates: batch 3, M = N = K = 64.
+INSTANTIATE_TEST_SUITE_P(Sizes, Bmm,
+                         ::testing::Values(MatShape{3, 64, 64, 64},  // the estimate: fast path
+                                           MatShape{2, 50, 40, 64},  // partial tiles
+                                           MatShape{4, 64, 64, 30},  // another K
+                                           MatShape{1, 7, 5, 3}),
+                         [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
+
+struct ConvShape {
+    int n, out_h, out_w, ci, co, kh, kw;
+};
+
+std::string describe(const ConvShape &s) {
+    return "n" + std::to_string(s.n) + "_" + std::to_string(s.out_h) + "x" + std::to_string(s.out_w) + "_ci" +
+           std::to_string(s.ci) + "_co" + std::to_string(s.co) + "_k" + std::to_string(s.kh) + "x" + std::to_string(s.kw);
+}
+
+class Conv2d : public ::testing::TestWithParam<ConvShape> {};
+
+TEST_P(Conv2d, MatchesReference) {
+    const ConvShape s = GetParam();
+    Buffer<float> input(s.ci, s.out_w + s.kw - 1, s.out_h + s.kh - 1, s.n);
+    Buffer<float> weights(s.co, s.ci, s.kw, s.kh);
+    fill_random(input, s.ci * 7 + s.out_w);
+    fill_random(weights, s.co * 3 + s.kh);
+    Buffer<float> out = poisoned({s.co, s.out_w, s.out_h, s.n});
+    ASSERT_EQ(as_conv2d(input, weights, out), 0) << describe(s);
+    out.copy_to_host();
+    int bad = 0;
+    for (int n = 0; n < s.n; n++) {
+        for (int y = 0; y < s.out_h; y++) {
+            for (int x = 0; x < s.out_w; x++) {
+                for (int co = 0; co < s.co; co++) {
+                    double ref = 0, scale = 0;
+                    for (int ky = 0; ky < s.kh; ky++) {
+                        for (int kx = 0; kx < s.kw; kx++) {
+                            for (int ci = 0; ci < s.ci; ci++) {
+                                double t = (double)input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky);
+                                ref += t;
+                                scale += std::abs(t);
+                            }
+                        }
+                    }
+                    bad += !close(out(co, x, y, n), ref, scale);
+                }
+            }
+        }
+    }
+    EXPECT_EQ(bad, 0) << describe(s);
+}
+
+// Estimates: n 2, 16 x 16 outputs, 32 -> 32 channels, 3 x 3 filters.
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2d,
+                         ::testing::Values(ConvShape{2, 16, 16, 32, 32, 3, 3},  // the estimate: fast path
+                                           ConvShape{1, 13, 11, 32, 24, 3, 3},  // partial tiles
+                                           ConvShape{1, 8, 8, 20, 32, 3, 3},    // another channel count
+                                           ConvShape{1, 5, 6, 32, 16, 1, 1},    // 1 x 1 filters
+                                           ConvShape{1, 4, 4, 8, 8, 5, 3}),     // other filter sizes
+                         [](const ::testing::TestParamInfo<ConvShape> &i) { return describe(i.param); });
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // pocl's default work-group method runs the work-items of a loop iteration in lockstep,
+    // which would hide a missing barrier; "loops" runs each work-item alone between barriers.
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
