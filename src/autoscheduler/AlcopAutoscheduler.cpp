@@ -84,10 +84,10 @@ public:
 
     std::string str() const {
         std::ostringstream os;
-        os << header.str() << "\n"
-           << "using namespace Halide;\n"
-           << "// In a Generator's schedule(); in JIT code use the Pipeline being scheduled.\n"
-           << "Pipeline pipeline = get_pipeline();\n\n"
+        os << header.str()
+           << "// Uses `pipeline` and `target`, the Pipeline and Target being scheduled (the parameters of\n"
+           << "// the apply_schedule function of Halide's .schedule.h; in a Generator: get_pipeline() and\n"
+           << "// get_target()), and needs \"Directive.h\" and \"autoscheduler/AlcopAutoscheduler.h\".\n\n"
            << funcs.str() << "\n"
            << decls.str() << "\n"
            << body.str();
@@ -104,7 +104,7 @@ public:
 private:
     std::string unique_id(const std::string &name) {
         std::string base = sanitize(name), id = base;
-        for (int i = 1; used.count(id) || id == "pipeline"; i++) id = base + "_" + std::to_string(i);
+        for (int i = 1; used.count(id) || id == "pipeline" || id == "target"; i++) id = base + "_" + std::to_string(i);
         used.insert(id);
         return id;
     }
@@ -685,7 +685,7 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
         text.body << "alcop::pipeline(" << w_id << ", " << s.smem_stages << ");\n";
     }
     alcop::enable(p, target);
-    text.body << "alcop::enable(pipeline, get_target());  // JIT: alcop::enable(p, target)\n";
+    text.body << "alcop::enable(pipeline, target);\n";
 }
 
 }  // namespace
