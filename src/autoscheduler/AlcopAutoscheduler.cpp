@@ -61,11 +61,20 @@ public:
         return id;
     }
 
-    /** Declare a Func handle `Func id = init;` for the Halide Func `name`. */
+    /** Declare a Func handle `Func id = init;` for the Halide Func `name`. The "$n" that Halide
+     * appends to names used twice in a process is left out of the identifier. */
     std::string func(const std::string &name, const std::string &init) {
         auto it = func_ids.find(name);
         if (it != func_ids.end()) return it->second;
-        std::string id = unique_id(name);
+        std::string base;
+        for (size_t i = 0; i < name.size(); i++) {
+            if (name[i] == '$' && i + 1 < name.size() && std::isdigit((unsigned char)name[i + 1])) {
+                while (i + 1 < name.size() && std::isdigit((unsigned char)name[i + 1])) i++;
+                continue;
+            }
+            base += name[i];
+        }
+        std::string id = unique_id(base);
         func_ids[name] = id;
         funcs << "Func " << id << " = " << init << ";\n";
         return id;
@@ -73,11 +82,6 @@ public:
 
     std::string func_id(const std::string &name) const {
         return func_ids.at(name);
-    }
-
-    /** An identifier for a Param or input buffer, as the user's code names it. */
-    std::string param(const std::string &name) {
-        return sanitize(name);
     }
 
     std::ostringstream header, body;
@@ -262,24 +266,6 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     return m;
 }
 
-/** The C++ text of a size symbol (an input buffer's min or extent, or a scalar Param). */
-std::optional<std::string> symbol_text(const Expr &e, ScheduleText &text) {
-    const Variable *v = e.as<Variable>();
-    if (!v || !v->param.defined()) return std::nullopt;
-    const Parameter &p = v->param;
-    if (!p.is_buffer()) return text.param(p.name());
-    const std::string prefix = p.name() + ".";
-    if (v->name.rfind(prefix, 0) != 0) return std::nullopt;
-    const std::string rest = v->name.substr(prefix.size());
-    for (const char *field : {"extent", "min"}) {
-        const std::string f = std::string(field) + ".";
-        if (rest.rfind(f, 0) == 0) {
-            return text.param(p.name()) + ".dim(" + rest.substr(f.size()) + ")." + field + "()";
-        }
-    }
-    return std::nullopt;
-}
-
 /** A condition as a Halide Expr and as C++. */
 struct Condition {
     Expr expr;  // undefined: always true
@@ -291,8 +277,8 @@ struct Condition {
 };
 
 /** The extents of an operand's tile: each argument's range when the N, M and chunk variables
- * run over one block tile and one chunk, every other variable fixed. Undefined where the
- * range is not a constant. */
+ * run over one block tile and one chunk of kt, every other variable fixed; -1 where the range
+ * is not a constant. */
 std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const Mapping &m, int kt) {
     Scope<Interval> scope;
     const Function &f = c.reduction;
@@ -529,10 +515,13 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
     } else if (is_const(r0.extent)) {
         k_chunked = true;
         k_generic = false;
-    } else if (auto t = symbol_text(r0.extent, text)) {
+    } else if (r0.extent.as<Variable>() && r0.extent.as<Variable>()->param.defined()) {
+        // A Param or a buffer size: Halide substitutes `var == value` into the specialized
+        // definition, which makes the split exact there. The source names it through the
+        // RDom, which is all the schedule's scope has.
         k_chunked = true;
         k_cond.and_with(r0.extent == make_const(r0.extent.type(), r0.extent_estimate),
-                        *t + " == " + std::to_string(r0.extent_estimate));
+                        "alcop::autoscheduler::rdom_extent(" + f_id + ", 0) == " + std::to_string(r0.extent_estimate));
     } else {
         std::ostringstream e;
         e << r0.extent;
@@ -543,11 +532,15 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
     r.k_chunked = k_chunked;
     r.k_condition = k_cond.expr;
 
-    // --- The output: block tiles on GPU blocks, register tiles on threads, guarded tails.
-    {
-        StageWriter o(Stage(out), out_id, text);
+    // --- The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When
+    // the output accumulates f (out = init; out += f), its init is one kernel and its update,
+    // which reads f, the other: both tiled alike.
+    const int reading_stage = c.output_accumulates ? 1 : 0;
+    Dim n_o{c.dims[c.n_dim()].output_var + "_o"};
+    for (int stage = 0; stage <= reading_stage; stage++) {
+        StageWriter o(stage ? out.update(0) : Stage(out), stage ? out_id + ".update(0)" : out_id, text);
         const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
-        Dim n_o{n + "_o"}, n_i{n + "_i"}, n_t{n + "_t"}, n_r{n + "_r"};
+        Dim n_i{n + "_i"}, n_t{n + "_t"}, n_r{n + "_r"};
         Dim mx_o{mx + "_o"}, mx_i{mx + "_i"}, mx_t{mx + "_t"}, mx_r{mx + "_r"};
         o.split({n}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
             .split(n_i, n_t, n_r, s.tn, TailStrategy::GuardWithIf)
@@ -583,10 +576,15 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
         }
         o.reorder(order).gpu_blocks(blocks).gpu_threads(n_t, m_t).unroll(n_r).unroll(mx_r);
         o.done();
-
+    }
+    {
         // --- The accumulators: one block tile in registers, each thread its TN x TM window.
-        f.compute_at(out, Var(n_o.name)).store_in(MemoryType::Register);
-        text.body << f_id << ".compute_at(" << out_id << ", " << text.var(n_o) << ")\n    .store_in(MemoryType::Register)";
+        // (When the output accumulates f, only its update stage has a use of f inside x_o,
+        // which is where Halide places f.)
+        f.compute_at(out, Var(n_o.name));
+        text.body << f_id << ".compute_at(" << out_id << ", " << text.var(n_o) << ")";
+        f.store_in(MemoryType::Register);
+        text.body << "\n    .store_in(MemoryType::Register)";
         for (const ContractionDim &d : c.dims) {
             int extent = 1;
             if (d.role == DimRole::N) extent = s.bn;
@@ -739,6 +737,14 @@ void clamp_to_input_bounds(Func wrapper) {
         Call::make(call->type, call->name, args, call->call_type, call->func, call->value_index, call->image, call->param);
 }
 
+Expr rdom_extent(const Func &f, int dim) {
+    const Function &g = f.function();
+    user_assert(g.has_update_definition() && dim >= 0 && dim < (int)g.update(0).schedule().rvars().size())
+        << "rdom_extent(" << g.name() << ", " << dim << "): " << g.name() << " has no update with an RDom of "
+        << dim + 1 << " dimensions.\n";
+    return g.update(0).schedule().rvars()[dim].extent;
+}
+
 Result autoschedule(const Pipeline &pipeline, const Target &target, const Options &options) {
     user_assert(target.has_gpu_feature())
         << "The Alcop autoscheduler schedules GPU kernels, but the target " << target.to_string()
@@ -755,9 +761,16 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     std::string why;
     std::optional<Contraction> c = recognize_contraction(outputs, &why);
     if (c && c->output_is_reduction) {
-        why = "the output " + c->output.name() + " accumulates itself; write the reduction into a Func and the output as "
-              "a copy of it (out(x, y) = f(x, y)) so that the accumulators can live in registers";
-        c.reset();
+        // The accumulators must live in registers, inside the block that stores the output, so
+        // the contraction moves into a Func of its own: out = init, out += out_intm, where
+        // out_intm is the whole reduction (rfactor over no RVar keeps every one in it).
+        const std::map<std::string, int> index = func_indices(p);
+        for (const Function &g : {c->output, c->a.func, c->b.func}) text.func(g.name(), get_func_text(index, g.name()));
+        const std::string out_id = text.func_id(c->output.name());
+        Func intm = Func(c->output).update(0).rfactor(std::vector<std::pair<RVar, Var>>());
+        text.func(intm.name(), out_id + ".update(0).rfactor(std::vector<std::pair<RVar, Var>>())");
+        c = recognize_contraction(outputs, &why);
+        internal_assert(!c || c->output_accumulates) << "rfactor({}) did not make the output accumulate a copy\n";
     }
     if (!c) {
         r.why_not = why;
@@ -800,10 +813,14 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
             << r.search.seconds * 1e3 << " ms\n"
             << "  chosen: " << m.s.to_string() << " (M tile " << m.bx << "x" << m.by << "), predicted "
             << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")";
-    if (!r.search.ranked.empty() && !(r.search.ranked[0].schedule.to_string() == m.s.to_string())) {
-        summary << "; best-ranked " << r.search.ranked[0].schedule.to_string() << " predicts "
-                << r.search.ranked[0].total_us << " us"
-                << (r.search.ranked[0].schedule.reg_stages > 1 ? " but needs register-level pipelining, not implemented yet" : "");
+    if (!r.search.ranked.empty() && r.search.ranked[0].schedule.to_string() != m.s.to_string()) {
+        const model::Schedule &top = r.search.ranked[0].schedule;
+        std::optional<Mapping> tm = map_candidate(*c, top);
+        summary << "; best-ranked " << top.to_string() << " predicts " << r.search.ranked[0].total_us << " us but "
+                << (top.reg_stages > 1 ? "needs register-level pipelining, not implemented yet" :
+                    !tm                ? "its M tile cannot be laid out over the M dimensions" :
+                    !tm->k_divisible   ? "its k tile does not divide the estimated K" :
+                                         "its block tile does not divide the estimated output");
     }
     summary << "\n";
 
@@ -813,11 +830,11 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     }
     apply_contraction_schedule(p, target, *c, m, r, text, warnings);
 
-    text.header << "// " << c->describe() << "\n"
+    text.header << std::fixed << "// " << c->describe() << "\n"
                 << "// Model: " << r.gpu->name << "; " << r.search.enumerated << " candidates ranked in "
-                << std::setprecision(3) << r.search.seconds * 1e3 << " ms.\n"
+                << std::setprecision(2) << r.search.seconds * 1e3 << " ms.\n"
                 << "// Chosen: " << m.s.to_string() << ", M tile " << m.bx << "x" << m.by << ", predicted "
-                << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ").\n";
+                << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ").\n";
     if (r.k_chunked && r.k_condition.defined()) {
         text.header << "// The reduction is chunked by " << m.s.kt << " where its extent is the estimated "
                     << c->rvars[0].extent_estimate << ", and by 1 (still pipelined) otherwise.\n";

@@ -8,41 +8,49 @@
  * libautoschedule_alcop.so registers it with Halide under the name "Alcop".
  *
  * What it applies, for a recognized contraction `out = f = sum(a * b)` and the best-ranked
- * candidate (BM, BN, KT, TM, TN, S) that the lowering can build:
- *  - out: BN x BM tiles (M split into bx * by over the first two M dimensions) on GPU
- *    blocks, TN x TM register tiles per thread, tails guarded (GuardWithIf): any size;
+ * candidate (BM, BN, KT, TM, TN, S, R = 1) whose k tile divides the estimated K and whose block
+ * tile divides the estimated output (relaxed in that order when none does):
+ *  - out: BN x BM tiles on GPU blocks (BM = bx * by over the first two M dimensions, further
+ *    dimensions one block each), TN x TM register tiles on threads, guarded tails: any size.
+ *    An output that accumulates itself is first split by out.update(0).rfactor({}) into
+ *    `out = init; out += f` with f the whole reduction, and both stages of out are tiled;
  *  - f: computed per block in registers (store_in(MemoryType::Register), bound_extent to the
- *    block tile), pure and update stages on the same threads;
- *  - the chunked reduction: the first RDom variable split by KT, the RDom's other variables
- *    fused into the serial chunk loop, so that one loop runs every chunk;
- *  - a and b staged per chunk in GPU shared memory through Func::in() wrappers copied by all
- *    threads (4-wide vectors along their innermost dimension when it allows), and
- *    alcop::pipeline(wrapper, S) on both; alcop::enable(pipeline, target).
+ *    block tile), its pure and update stages on the same threads;
+ *  - a and b: staged per chunk in GPU shared memory through Func::in() wrappers copied by all
+ *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target).
  *
- * Pipelining needs every chunk's tile to have one constant size and place, and Halide 14
- * guards the tail of a reduction split it cannot prove exact, which moves the last tile. So:
- *  - when the chunked extent K is a constant multiple of KT, the split is exact;
- *  - when it is a Param or input-buffer size whose estimate is a multiple of KT, f's update
- *    is specialized on `K == estimate` (Halide substitutes the value in that branch); the
- *    other branch runs chunks of one element (KT = 1 always divides), still pipelined, so
- *    every K is correct and only the estimated one is fast;
- *  - otherwise every K runs chunks of one element, with a warning.
- * The block tile over-computes f at the edges of the output (bound_extent), which reads the
- * operands past the output's edges. The staged copies are therefore specialized too: when the
- * chunk is KT deep and the output's extents are multiples of the block tile they read the
- * operands directly (vectorized); otherwise they read input buffers through coordinates
- * clamped to the buffer (clamp_to_input_bounds), values that only feed discarded outputs.
- * An operand that is a computed Func rather than an input buffer cannot be clamped: there the
- * edge blocks read it past the output's edges, which is safe for a Func defined everywhere
+ * Pipelining needs each chunk's tile to have one constant size and place; Halide 14 guards the
+ * tail of a reduction split it cannot prove exact, which moves the last tile. So the update of
+ * f is scheduled in up to two branches:
+ *  - chunks of KT: the first RDom variable split by KT (exact) and fused with the RDom's other
+ *    variables into one serial loop, so that the pipeline runs across all of them. Taken always
+ *    when the RDom extent is a constant multiple of KT; when it is a Param or buffer size (a
+ *    Variable) whose estimate KT divides, under `specialize(extent == estimate)`, where Halide
+ *    substitutes the value;
+ *  - chunks of one element (1 divides every extent): the first RDom variable is the serial
+ *    chunk loop, the others serial loops around it. Still pipelined; correct at every size.
+ * f's block tile over-computes at the output's edges (bound_extent), reading the operands past
+ * the output's edges. So the copies are specialized too: where K is chunked by KT and the output
+ * is a whole number of block tiles they read the operands directly, 4-wide vectors along the
+ * innermost dimension when the tile allows; otherwise, one element per thread, from input
+ * buffers at coordinates clamped to the buffer (clamp_to_input_bounds), values that only feed
+ * discarded outputs. An operand that is a computed Func, not an input buffer, is not clamped:
+ * the edge blocks read it past the output's edges, which is safe for a Func defined everywhere
  * (a boundary condition) and a Halide bounds error at run time otherwise (a warning says so).
  *
  * A pipeline that is not a recognized contraction gets a plain GPU schedule (every Func that
- * cannot be inlined at root, its parallel dimensions on 16 x 16 blocks of threads, or one
- * thread where no dimension is safe to parallelize), with a warning saying why it was not
+ * cannot be inlined at root, the two innermost dimensions that are safe to parallelize on
+ * 16 x 16 (or 64) threads, one thread where none is) and a warning saying why it was not
  * recognized. Non-GPU targets are a user error.
  *
- * Guarantees: the schedule applied and the C++ returned as the schedule source are the same
- * directives; the ranking is the model's (deterministic); the search time is printed.
+ * The schedule source it returns is C++ for the body of the apply_schedule function that
+ * Halide's .schedule.h output declares (it uses `pipeline` and `target`); it needs
+ * "Directive.h" and this header. Its header comment gives the contraction, the model GPU, the
+ * number of candidates, the search time, the chosen candidate and its predicted time.
+ *
+ * Guarantees: the schedule applied and the source returned are the same directives
+ * (test/autoscheduler/schedule_source_test.cpp); the ranking is the model's (deterministic); a
+ * one-paragraph summary with the search time is printed on every call.
  */
 
 #include "Halide.h"
@@ -85,7 +93,7 @@ struct Result {
     /** Candidates the lowering could build and that run the fast path at the estimates. */
     size_t applicable = 0;
     /** The first RDom variable is chunked by KT (true) or, at every size, by 1 (false); when
-     * true and k_condition is defined, only where k_condition holds. */
+     * true and k_condition is defined, only where k_condition holds (by 1 elsewhere). */
     bool k_chunked = false;
     Halide::Expr k_condition;
     std::string schedule_source;
@@ -105,6 +113,11 @@ Result autoschedule(const Halide::Pipeline &p, const Halide::Target &target, con
  * inside the buffer; coordinates outside it read the nearest element instead of failing a
  * bounds check. The generated schedule sources call it. */
 void clamp_to_input_bounds(Halide::Func wrapper);
+
+/** The extent of dimension `dim` of the RDom of `f`'s first update, as the algorithm wrote it
+ * (e.g. the Variable `A.extent.0`). The generated schedule sources specialize on it; a schedule
+ * only has the Funcs at hand, and Func::rvars() returns RVars without their RDom. */
+Halide::Expr rdom_extent(const Halide::Func &f, int dim);
 
 }  // namespace autoscheduler
 }  // namespace alcop

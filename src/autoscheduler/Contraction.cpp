@@ -88,6 +88,12 @@ bool is_var(const Expr &e, const std::string &name) {
     return v && v->name == name;
 }
 
+/** `e` is a call of the Func named `name` (self-references hold a weak pointer, so by name). */
+bool calls(const Expr &e, const std::string &name) {
+    const Call *c = e.as<Call>();
+    return c && c->call_type == Call::Halide && c->name == name;
+}
+
 /** The Func `e` calls, when `e` is a call to a Func (not an image, not an intrinsic). */
 const Call *as_func_call(const Expr &e) {
     const Call *c = e.as<Call>();
@@ -103,9 +109,8 @@ int64_t estimate_of(const Expr &e, std::string *missing_symbol) {
     }
     const int64_t *i = as_const_int(v);
     if (!i) {
-        *missing_symbol = "(" + std::to_string(0) + ")";
         std::ostringstream os;
-        os << e;
+        os << e;  // no symbol is missing, but the expression does not reduce to a constant
         *missing_symbol = os.str();
         return -1;
     }
@@ -227,12 +232,25 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
 
     // The accumulating Func: the output, or the Func that the output copies.
     std::vector<int> perm;  // output dim d <-> reduction arg perm[d]
-    if (out.has_update_definition()) {
+    const Call *copy = nullptr;
+    if (out.has_update_definition() && out.updates().size() == 1 && out.update(0).schedule().rvars().empty()) {
+        // out(v) = out(v) + f(...): the output accumulates a copy of f (rfactor({}) makes this).
+        const Add *add = out.update(0).values()[0].as<Add>();
+        bool lhs_pure = true;
+        for (size_t i = 0; i < out.args().size(); i++) lhs_pure = lhs_pure && is_var(out.update(0).args()[i], out.args()[i]);
+        copy = add ? as_func_call(add->b) : nullptr;
+        if (!lhs_pure || !calls(add->a, out.name()) || !copy || copy->name == out.name()) {
+            return fail("the update of the output " + out.name() + " is neither a contraction nor out += f(...)");
+        }
+        c.output_accumulates = true;
+    } else if (out.has_update_definition()) {
         c.reduction = out;
         c.output_is_reduction = true;
         for (size_t d = 0; d < out.args().size(); d++) perm.push_back((int)d);
     } else {
-        const Call *copy = as_func_call(out.values()[0]);
+        copy = as_func_call(out.values()[0]);
+    }
+    if (!c.output_is_reduction) {
         if (!copy) {
             return fail("the output " + out.name() + " neither accumulates nor is a plain copy of a Func that does");
         }
@@ -273,8 +291,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     const Mul *mul = nullptr;
     if (add) {
         for (const Expr &self : {add->a, add->b}) {
-            const Call *s = as_func_call(self);
-            if (s && s->name == f.name()) {
+            const Call *s = self.as<Call>();
+            if (calls(self, f.name())) {
                 bool same = s->args.size() == f.args().size();
                 for (size_t i = 0; same && i < s->args.size(); i++) same = is_var(s->args[i], f.args()[i]);
                 if (same) mul = (self.same_as(add->a) ? add->b : add->a).as<Mul>();

@@ -12,8 +12,9 @@
  * estimates give, as the model's Problem.
  *
  * The recognized form, exactly:
- *  - one output `out`, either the accumulating Func itself or a pure copy of it:
- *    `out(v0, ..., vn) = f(some permutation of v0..vn)`;
+ *  - one output `out` that is the accumulating Func itself, or a pure copy of it
+ *    `out(v0, ..., vn) = f(some permutation of v0..vn)`, or (what Stage::rfactor({}) makes of
+ *    the first) an init plus one update without RDom `out(v...) = out(v...) + f(permutation)`;
  *  - `f` (FP32) has a pure definition (any value, e.g. 0) and exactly one update
  *        f(u0, ..., un) = f(u0, ..., un) + a(...) * b(...)      (or `+=`, either operand order)
  *    whose left-hand side is f's pure variables in order, with no RDom predicate;
@@ -84,7 +85,10 @@ struct Operand {
 struct Contraction {
     std::string kind;  ///< "GEMM", "batched matmul", "implicit-GEMM convolution", "contraction"
     Halide::Internal::Function output, reduction;
+    /** The output accumulates itself: schedulable only after out.update(0).rfactor({}). */
     bool output_is_reduction = false;
+    /** The output is an init plus `out += f` (f the accumulating Func): its update stage reads f. */
+    bool output_accumulates = false;
     Operand a, b;                       ///< a: the M side; b: the N side
     std::vector<ContractionDim> dims;   ///< in the output's dimension order
     std::vector<ContractionRVar> rvars; ///< innermost first; rvars[0] is chunked by the k tile

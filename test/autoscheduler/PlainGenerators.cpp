@@ -1,6 +1,8 @@
 // Contractions written plainly, with estimates and no schedule, for the Alcop autoscheduler:
 //
 //   as_gemm:   out(x, y)        = sum_r A(r, y) * B(x, r)
+//   as_gemm_into_output: the same GEMM accumulated in the output itself (out = 0; out += A * B)
+//   as_gemm_relu: max(GEMM, 0), which the autoscheduler does not recognize (plain GPU schedule)
 //   as_bmm:    out(x, y, b)     = sum_r A(r, y, b) * B(x, r, b)
 //   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
 //              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
@@ -31,6 +33,49 @@ public:
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
         out.set_estimates({{0, N}, {0, M}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
+class GemmIntoOutput : public Generator<GemmIntoOutput> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        RDom r(0, A.dim(0).extent(), "r");
+        out(x, y) = 0.0f;
+        out(x, y) += A(r, y) * B(x, r);
+
+        const int M = 96, N = 64, K = 128;
+        A.set_estimates({{0, K}, {0, M}});
+        B.set_estimates({{0, N}, {0, K}});
+        out.set_estimates({{0, N}, {0, M}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
+class GemmRelu : public Generator<GemmRelu> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = 0.0f;
+        prod(x, y) += A(r, y) * B(x, r);
+        out(x, y) = max(prod(x, y), 0.0f);
+
+        A.set_estimates({{0, 64}, {0, 64}});
+        B.set_estimates({{0, 64}, {0, 64}});
+        out.set_estimates({{0, 64}, {0, 64}});
     }
 
 private:
@@ -71,7 +116,8 @@ public:
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
 
-        const int N = 2, H = 16, W = 16, CI = 32, CO = 32, KH = 3, KW = 3;
+        // 8 x 8 outputs: the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
+        const int N = 2, H = 8, W = 8, CI = 32, CO = 32, KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
         weights.set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
         out.set_estimates({{0, CO}, {0, W}, {0, H}, {0, N}});
@@ -84,5 +130,7 @@ private:
 }  // namespace
 
 HALIDE_REGISTER_GENERATOR(Gemm, as_gemm)
+HALIDE_REGISTER_GENERATOR(GemmIntoOutput, as_gemm_into_output)
+HALIDE_REGISTER_GENERATOR(GemmRelu, as_gemm_relu)
 HALIDE_REGISTER_GENERATOR(Bmm, as_bmm)
 HALIDE_REGISTER_GENERATOR(Conv2d, as_conv2d)

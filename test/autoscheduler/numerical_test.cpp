@@ -11,6 +11,8 @@
 #include "as_bmm.h"
 #include "as_conv2d.h"
 #include "as_gemm.h"
+#include "as_gemm_into_output.h"
+#include "as_gemm_relu.h"
 
 #include <gtest/gtest.h>
 
@@ -52,13 +54,15 @@ std::string describe(const MatShape &s) {
     return std::to_string(s.batch) + "x" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
 }
 
-int gemm_mismatches(const MatShape &s, bool batched) {
+using MatMulFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+int gemm_mismatches(const MatShape &s, bool batched, MatMulFn fn = as_gemm, bool relu = false) {
     Buffer<float> a = batched ? Buffer<float>(s.k, s.m, s.batch) : Buffer<float>(s.k, s.m);
     Buffer<float> b = batched ? Buffer<float>(s.n, s.k, s.batch) : Buffer<float>(s.n, s.k);
     fill_random(a, s.m * 131 + s.k);
     fill_random(b, s.n * 17 + s.k);
     Buffer<float> out = batched ? poisoned({s.n, s.m, s.batch}) : poisoned({s.n, s.m});
-    int err = batched ? as_bmm(a, b, out) : as_gemm(a, b, out);
+    int err = batched ? as_bmm(a, b, out) : fn(a, b, out);
     EXPECT_EQ(err, 0) << "pipeline error on " << describe(s);
     if (err) return -1;
     out.copy_to_host();
@@ -72,6 +76,7 @@ int gemm_mismatches(const MatShape &s, bool batched) {
                     ref += t;
                     scale += std::abs(t);
                 }
+                if (relu) ref = std::max(ref, 0.0);
                 bad += !close(batched ? out(x, y, z) : out(x, y), ref, scale);
             }
         }
@@ -79,14 +84,14 @@ int gemm_mismatches(const MatShape &s, bool batched) {
     return bad;
 }
 
-class Gemm : public ::testing::TestWithParam<MatShape> {};
+class AutoscheduledGemm : public ::testing::TestWithParam<MatShape> {};
 
-TEST_P(Gemm, MatchesReference) {
+TEST_P(AutoscheduledGemm, MatchesReference) {
     EXPECT_EQ(gemm_mismatches(GetParam(), false), 0) << describe(GetParam());
 }
 
 // Estimates: M = N = K = 128.
-INSTANTIATE_TEST_SUITE_P(Sizes, Gemm,
+INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemm,
                          ::testing::Values(MatShape{1, 128, 128, 128},  // the estimate: fast path
                                            MatShape{1, 64, 256, 128},   // K as estimated, whole tiles
                                            MatShape{1, 100, 70, 128},   // K as estimated, partial tiles
@@ -96,14 +101,35 @@ INSTANTIATE_TEST_SUITE_P(Sizes, Gemm,
                                            MatShape{1, 130, 3, 97}),    // thin N, prime K
                          [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
 
-class Bmm : public ::testing::TestWithParam<MatShape> {};
+class AutoscheduledGemmIntoOutput : public ::testing::TestWithParam<MatShape> {};
 
-TEST_P(Bmm, MatchesReference) {
+TEST_P(AutoscheduledGemmIntoOutput, MatchesReference) {
+    EXPECT_EQ(gemm_mismatches(GetParam(), false, as_gemm_into_output), 0) << describe(GetParam());
+}
+
+// Estimates: M = 96, N = 64, K = 128. The plugin moves the reduction out of the output (rfactor).
+INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemmIntoOutput,
+                         ::testing::Values(MatShape{1, 96, 64, 128},  // the estimate: fast path
+                                           MatShape{1, 50, 33, 128},  // partial tiles
+                                           MatShape{1, 96, 64, 20},   // another K
+                                           MatShape{1, 3, 2, 1}),
+                         [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
+
+// Not a recognized contraction: the plugin's plain GPU schedule must still be correct.
+TEST(AutoscheduledGemmRelu, PlainScheduleMatchesReference) {
+    for (const MatShape &s : {MatShape{1, 64, 64, 64}, MatShape{1, 37, 50, 23}}) {
+        EXPECT_EQ(gemm_mismatches(s, false, as_gemm_relu, true), 0) << describe(s);
+    }
+}
+
+class AutoscheduledBmm : public ::testing::TestWithParam<MatShape> {};
+
+TEST_P(AutoscheduledBmm, MatchesReference) {
     EXPECT_EQ(gemm_mismatches(GetParam(), true), 0) << describe(GetParam());
 }
 
 // Estimates: batch 3, M = N = K = 64.
-INSTANTIATE_TEST_SUITE_P(Sizes, Bmm,
+INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledBmm,
                          ::testing::Values(MatShape{3, 64, 64, 64},  // the estimate: fast path
                                            MatShape{2, 50, 40, 64},  // partial tiles
                                            MatShape{4, 64, 64, 30},  // another K
@@ -119,9 +145,9 @@ std::string describe(const ConvShape &s) {
            std::to_string(s.ci) + "_co" + std::to_string(s.co) + "_k" + std::to_string(s.kh) + "x" + std::to_string(s.kw);
 }
 
-class Conv2d : public ::testing::TestWithParam<ConvShape> {};
+class AutoscheduledConv2d : public ::testing::TestWithParam<ConvShape> {};
 
-TEST_P(Conv2d, MatchesReference) {
+TEST_P(AutoscheduledConv2d, MatchesReference) {
     const ConvShape s = GetParam();
     Buffer<float> input(s.ci, s.out_w + s.kw - 1, s.out_h + s.kh - 1, s.n);
     Buffer<float> weights(s.co, s.ci, s.kw, s.kh);
@@ -153,9 +179,11 @@ TEST_P(Conv2d, MatchesReference) {
     EXPECT_EQ(bad, 0) << describe(s);
 }
 
-// Estimates: n 2, 16 x 16 outputs, 32 -> 32 channels, 3 x 3 filters.
-INSTANTIATE_TEST_SUITE_P(Shapes, Conv2d,
-                         ::testing::Values(ConvShape{2, 16, 16, 32, 32, 3, 3},  // the estimate: fast path
+// Estimates: n 2, 8 x 8 outputs, 32 -> 32 channels, 3 x 3 filters.
+INSTANTIATE_TEST_SUITE_P(Shapes, AutoscheduledConv2d,
+                         ::testing::Values(ConvShape{2, 8, 8, 32, 32, 3, 3},    // the estimate: fast path
+                                           ConvShape{1, 16, 16, 32, 32, 3, 3},  // whole tiles, larger
+                                           ConvShape{1, 9, 8, 32, 32, 3, 3},    // a partial tile row
                                            ConvShape{1, 13, 11, 32, 24, 3, 3},  // partial tiles
                                            ConvShape{1, 8, 8, 20, 32, 3, 3},    // another channel count
                                            ConvShape{1, 5, 6, 32, 16, 1, 1},    // 1 x 1 filters
