@@ -47,4 +47,43 @@ Interval KernelContext::bounds(const Expr &e) const {
     return bounds_of_expr_in_scope(inline_lets(e), scope);
 }
 
+void KernelContextVisitor::visit(const For *op) {
+    const bool is_block = op->for_type == ForType::GPUBlock;
+    const bool tracked = kernel_depth > 0 && !is_block;
+    op->min.accept(this);
+    op->extent.accept(this);
+    kernel_depth += is_block;
+    if (tracked) ctx.push_loop(op);
+    op->body.accept(this);
+    if (tracked) ctx.loops.pop_back();
+    kernel_depth -= is_block;
+}
+
+void KernelContextVisitor::visit(const LetStmt *op) {
+    op->value.accept(this);
+    if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
+    op->body.accept(this);
+    if (kernel_depth) ctx.lets.pop_back();
+}
+
+void KernelContextVisitor::visit(const Let *op) {
+    op->value.accept(this);
+    if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
+    op->body.accept(this);
+    if (kernel_depth) ctx.lets.pop_back();
+}
+
+void KernelContextVisitor::visit(const IfThenElse *op) {
+    op->condition.accept(this);
+    const KernelContext outer = ctx;
+    if (kernel_depth) ctx.assume(op->condition);
+    op->then_case.accept(this);
+    ctx = outer;
+    if (op->else_case.defined()) {
+        if (kernel_depth) ctx.assume(!op->condition);
+        op->else_case.accept(this);
+        ctx = outer;
+    }
+}
+
 }  // namespace alcop

@@ -37,6 +37,29 @@ struct KernelContext {
     Halide::Internal::Interval bounds(const Halide::Expr &e) const;
 };
 
+/** An IRVisitor that keeps `ctx` up to date inside GPU kernels (below gpu_block loops): the
+ * lets, the ranges of the non-block loops, narrowed by the conditions of enclosing ifs.
+ * Subclasses that override a visit call the base one to descend. */
+class KernelContextVisitor : public Halide::Internal::IRVisitor {
+protected:
+    using Halide::Internal::IRVisitor::visit;
+
+    KernelContext ctx;
+    int kernel_depth = 0;  ///< > 0 inside gpu_block loops
+
+    void visit(const Halide::Internal::For *op) override;
+    void visit(const Halide::Internal::LetStmt *op) override;
+    void visit(const Halide::Internal::Let *op) override;
+    void visit(const Halide::Internal::IfThenElse *op) override;
+
+public:
+    KernelContextVisitor() = default;
+    /** Starts inside a kernel, at a point where `ctx` is known. */
+    explicit KernelContextVisitor(KernelContext ctx)
+        : ctx(std::move(ctx)), kernel_depth(1) {
+    }
+};
+
 }  // namespace alcop
 
 #endif

@@ -73,48 +73,31 @@ std::string produce_in(const Stmt &s, const std::set<std::string> &funcs) {
 }
 
 /** Where each requested Func is produced and consumed, and the context at each serial loop. */
-class FindStreamingLoops : public IRVisitor {
-    using IRVisitor::visit;
+class FindStreamingLoops : public KernelContextVisitor {
+    using KernelContextVisitor::visit;
 
     const std::map<std::string, PipelineRequest> &requests;
-    int kernel_depth = 0;
     DeviceAPI device = DeviceAPI::None;
     const Allocate *shared = nullptr;
     std::vector<const For *> serial;
-    KernelContext ctx;
 
     void visit(const For *op) override {
         if (op->for_type == ForType::GPUBlock) {
             device = op->device_api;
-            kernel_depth++;
-            IRVisitor::visit(op);
-            kernel_depth--;
-            return;
         }
-        if (kernel_depth == 0) {
-            IRVisitor::visit(op);
-            return;
-        }
-        if (op->for_type == ForType::Serial) {
+        const bool streaming_candidate = kernel_depth > 0 && op->for_type == ForType::Serial;
+        if (streaming_candidate) {
+            // The context at the loop's entry, without the loop itself: see KernelContext.h.
             loop_order.push_back(op);
             loop_device[op] = device;
             entry[op] = ctx;
             entry_allocation[op] = shared;
             serial.push_back(op);
         }
-        ctx.push_loop(op);
-        IRVisitor::visit(op);
-        ctx.loops.pop_back();
-        if (op->for_type == ForType::Serial) {
+        KernelContextVisitor::visit(op);
+        if (streaming_candidate) {
             serial.pop_back();
         }
-    }
-
-    void visit(const LetStmt *op) override {
-        op->value.accept(this);
-        if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
-        op->body.accept(this);
-        if (kernel_depth) ctx.lets.pop_back();
     }
 
     void visit(const Allocate *op) override {
@@ -169,47 +152,11 @@ struct Access {
 
 /** Collects, for one statement of the streaming loop's body, its accesses to the shared
  * allocation and the names of every other buffer it loads and stores. */
-class CollectAccesses : public IRVisitor {
-    using IRVisitor::visit;
+class CollectAccesses : public KernelContextVisitor {
+    using KernelContextVisitor::visit;
 
     const std::string &allocation;
-    KernelContext ctx;
     std::vector<std::string> producing;
-
-    void visit(const LetStmt *op) override {
-        op->value.accept(this);
-        ctx.lets.emplace_back(op->name, op->value);
-        op->body.accept(this);
-        ctx.lets.pop_back();
-    }
-
-    void visit(const Let *op) override {
-        op->value.accept(this);
-        ctx.lets.emplace_back(op->name, op->value);
-        op->body.accept(this);
-        ctx.lets.pop_back();
-    }
-
-    void visit(const For *op) override {
-        op->min.accept(this);
-        op->extent.accept(this);
-        ctx.push_loop(op);
-        op->body.accept(this);
-        ctx.loops.pop_back();
-    }
-
-    void visit(const IfThenElse *op) override {
-        op->condition.accept(this);
-        const KernelContext outer = ctx;
-        ctx.assume(op->condition);
-        op->then_case.accept(this);
-        ctx = outer;
-        if (op->else_case.defined()) {
-            ctx.assume(!op->condition);
-            op->else_case.accept(this);
-            ctx = outer;
-        }
-    }
 
     void visit(const ProducerConsumer *op) override {
         if (op->is_producer) producing.push_back(op->name);
@@ -238,7 +185,7 @@ class CollectAccesses : public IRVisitor {
 
 public:
     CollectAccesses(const std::string &allocation, const KernelContext &ctx)
-        : allocation(allocation), ctx(ctx) {
+        : KernelContextVisitor(ctx), allocation(allocation) {
     }
 
     std::vector<Access> accesses;

@@ -22,46 +22,16 @@ struct SplitIndex {
 };
 
 /** How each block-level register array is accessed, or nullopt once one access does not fit. */
-class FindWindows : public IRVisitor {
-    using IRVisitor::visit;
+class FindWindows : public KernelContextVisitor {
+    using KernelContextVisitor::visit;
 
-    KernelContext ctx;
     std::set<std::string> thread_vars;
-    int kernel_depth = 0;
 
     void visit(const For *op) override {
-        const bool is_block = op->for_type == ForType::GPUBlock;
-        kernel_depth += is_block;
-        if (kernel_depth && !is_block) {
-            ctx.push_loop(op);
-            if (op->for_type == ForType::GPUThread) thread_vars.insert(op->name);
-        }
-        IRVisitor::visit(op);
-        if (kernel_depth && !is_block) {
-            ctx.loops.pop_back();
-            thread_vars.erase(op->name);
-        }
-        kernel_depth -= is_block;
-    }
-
-    void visit(const LetStmt *op) override {
-        op->value.accept(this);
-        if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
-        op->body.accept(this);
-        if (kernel_depth) ctx.lets.pop_back();
-    }
-
-    void visit(const IfThenElse *op) override {
-        op->condition.accept(this);
-        const KernelContext outer = ctx;
-        ctx.assume(op->condition);
-        op->then_case.accept(this);
-        ctx = outer;
-        if (op->else_case.defined()) {
-            ctx.assume(!op->condition);
-            op->else_case.accept(this);
-            ctx = outer;
-        }
+        const bool thread = kernel_depth > 0 && op->for_type == ForType::GPUThread;
+        if (thread) thread_vars.insert(op->name);
+        KernelContextVisitor::visit(op);
+        if (thread) thread_vars.erase(op->name);
     }
 
     void visit(const Allocate *op) override {
