@@ -300,11 +300,11 @@ bool structurally_valid(const Schedule &s, std::string *why) {
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
         return fail(format("%d threads: need a multiple of 32 between 32 and 1024", threads));
     }
-    const int64_t per_copy_round = int64_t(threads) * kVectorWidth;
-    if ((int64_t(s.kt) * s.bm) % per_copy_round != 0 ||
-        (int64_t(s.kt) * s.bn) % per_copy_round != 0) {
-        return fail(format("%d threads cannot copy the %dx%d and %dx%d tiles in whole 4-wide vectors",
-                           threads, s.kt, s.bm, s.kt, s.bn));
+    // The copies move 4-wide vectors along the contiguous dimension of each tile (k for A,
+    // n for B); a round of copies may leave threads idle (the schedules guard it).
+    if (s.kt % kVectorWidth != 0 || s.bn % kVectorWidth != 0) {
+        return fail(format("the %dx%d and %dx%d tiles cannot be copied in whole 4-wide vectors",
+                           s.kt, s.bm, s.kt, s.bn));
     }
     return true;
 }
@@ -497,7 +497,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
     // Issue: FMAs, fragment loads, the copy (cp.async is one instruction per
     // vector; a synchronous or register-staged copy is a load and a store) and
     // the loop's own overhead; one instruction per cycle per scheduler.
-    const int copy_vectors = s.elements_per_thread_per_stage() / kVectorWidth;
+    const int copy_vectors = s.copy_vectors_per_thread_per_stage();
     const int copy_instructions = copy_vectors * (async ? 1 : 2);
     it.issue_per_warp = double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions +
                         kLoopOverheadInstructions;

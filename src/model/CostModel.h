@@ -108,6 +108,11 @@ struct Schedule {
     int elements_per_thread_per_stage() const {
         return threads() > 0 ? kt * (bm + bn) / threads() : 0;
     }
+    /** 4-wide copies the busiest thread issues per stage: rounds over the threads, per tile. */
+    int copy_vectors_per_thread_per_stage() const {
+        const int t = threads();
+        return t > 0 ? (kt * bm / 4 + t - 1) / t + (kt * bn / 4 + t - 1) / t : 0;
+    }
     /** "128x128x8 t8x8 S3 R1" */
     std::string to_string() const;
 };

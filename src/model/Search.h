@@ -12,7 +12,7 @@
  * the rest by predicted time.
  *
  * Assumes: the space is small enough to enumerate exhaustively (the default
- * space has 19,200 points of which 3,408 are structurally valid), so no
+ * space has 19,200 points of which 13,008 are structurally valid), so no
  * pruning heuristics are needed; predict() is constant time.
  *
  * Guarantees: the ranking is deterministic (ties on predicted time are broken
