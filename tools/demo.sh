@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's demo: the pipelined loop structure, then the GEMM on the best device present —
+# CUDA when a GPU works (with the speedup over unpipelined), else OpenCL on the CPU (pocl).
+#   tools/demo.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+"$build/tools/alcop_inspect" gemm stages=3
+if command -v nvidia-smi > /dev/null && nvidia-smi > /dev/null 2>&1; then
+    "$build/apps/bench/alcop_bench_cuda" --size large --runs 20
+else
+    echo "(no working GPU: OpenCL on the CPU)"
+    "$build/apps/gemm_demo/gemm_demo"
+fi
