@@ -213,10 +213,6 @@ public:
             << "in this process (link the alcop library whole).\n";
     }
 
-    const char *name() const override {
-        return to_string(kind);
-    }
-
     IssuedCopy issue(const Stmt &copy, const Expr &in_range, bool overlap) override {
         // Staging needs one register per element of a fixed set of stores of one type.
         std::vector<const Store *> stores = stores_in(copy);
@@ -247,20 +243,6 @@ public:
 };
 
 }  // namespace
-
-const char *to_string(CopyKind kind) {
-    switch (kind) {
-    case CopyKind::Synchronous:
-        return "synchronous";
-    case CopyKind::RegisterStaged:
-        return "register-staged";
-    case CopyKind::Async:
-        return "cp.async";
-    case CopyKind::Auto:
-        return "auto";
-    }
-    return "?";
-}
 
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind) {
     return std::make_unique<Lowering>(kind);

@@ -49,8 +49,6 @@ class CopyLowering {
 public:
     virtual ~CopyLowering() = default;
 
-    virtual const char *name() const = 0;
-
     /** The copy of one tile, guarded by `in_range`. With `overlap` false (the prologue, where
      * there is no compute to hide the loads behind) it is emitted whole, before the compute. */
     virtual IssuedCopy issue(const Halide::Internal::Stmt &copy, const Halide::Expr &in_range, bool overlap) = 0;
@@ -69,8 +67,6 @@ public:
 
 /** Registers a copy is staged through are named with this prefix. */
 constexpr const char *staging_prefix = "alcop_staged";
-
-const char *to_string(CopyKind kind);
 
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);
 
