@@ -120,6 +120,19 @@ TEST(Misuse, RegisterLevelIsNotSupportedYet) {
     EXPECT_NE(msg.find("Level::register"), std::string::npos) << msg;
 }
 
+// Asking for cp.async where the kernel cannot have it.
+TEST(Misuse, AsyncCopiesWithoutCpAsync) {
+    auto gen = GeneratorRegistry::create("gemm", GeneratorContext(Target("host-opencl")));
+    gen->set_generator_param_values({{"stages", "3"}, {"copies", "async"}});
+    try {
+        gen->build_module("gemm");
+        FAIL() << "cp.async was accepted on OpenCL";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("need a CUDA kernel and a target with cuda_capability_80"), std::string::npos)
+            << e.what();
+    }
+}
+
 // A real schedule: a reduction split with a guarded tail makes the last tile smaller and
 // moves it, so the pass must refuse it.
 TEST(Misuse, GuardedReductionTailInARealSchedule) {
