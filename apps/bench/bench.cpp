@@ -1,9 +1,13 @@
 // alcop_bench_{opencl,cuda}: GEMM, batched matmul (attention shapes) and conv2d (ResNet-50
-// layers), unpipelined (stages 1) and pipelined by ALCOP (stages 3), side by side in one run.
-// Each variant is checked against a double-precision reference (on sampled outputs for large
-// problems) and timed: median of `runs` runs after a warm-up, each ended by a device sync.
-// Next to each time, the model's prediction for the modelled GPU (H200 by default), so that
-// the model can be validated where a GPU is lent.
+// layers), side by side in one run in three variants: unpipelined (stages 1), pipelined by ALCOP
+// with the generators' hand-written schedule (stages 3), and the plainly written contraction
+// scheduled by the Alcop autoscheduler ("ALCOP auto", tuned for the first shape of each op of
+// the sizes the build runs: small for OpenCL, large for CUDA). The CUDA build adds cuBLAS (GEMM,
+// batched GEMM) and cuDNN (conv) as anchors where it finds them. Each row is checked against a
+// double-precision reference (on sampled outputs for large problems) and timed: median of `runs`
+// runs after a warm-up, each ended by a device sync. Next to the pipelined variants' times, the
+// model's prediction for the modelled GPU (H200 by default), so that the model can be validated
+// where a GPU is lent.
 //
 //   alcop_bench_cuda   [--size tiny|small|large] [--runs N]   (a GPU; the GPU check runs it)
 //   alcop_bench_opencl [--size tiny|small|large] [--runs N]   (pocl on the CPU: emulation)
@@ -15,22 +19,28 @@
 #include "model/GpuSpec.h"
 
 #ifdef ALCOP_BENCH_CUDA
+#include "bmm_cuda_auto.h"
 #include "bmm_cuda_s1.h"
 #include "bmm_cuda_s3.h"
+#include "conv_cuda_auto.h"
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
+#include "gemm_cuda_auto.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
-#define VARIANT(op, s) op##_cuda_s##s
+#define VARIANT(op, s) op##_cuda_##s
 static const char *const device_name = "CUDA";
 #else
+#include "bmm_auto.h"
 #include "bmm_s1.h"
 #include "bmm_s3.h"
+#include "conv_auto.h"
 #include "conv_s1.h"
 #include "conv_s3.h"
+#include "gemm_auto.h"
 #include "gemm_s1.h"
 #include "gemm_s3.h"
-#define VARIANT(op, s) op##_s##s
+#define VARIANT(op, s) op##_##s
 static const char *const device_name = "OpenCL (on a machine without a GPU: pocl on the CPU, so CPU emulation)";
 #endif
 
@@ -42,6 +52,8 @@ static const char *const device_name = "OpenCL (on a machine without a GPU: pocl
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,10 +77,14 @@ Buffer<float> random_buffer(std::vector<int> shape, std::mt19937 &rng) {
     return b;
 }
 
+// Every output layout here (the generators', the autoscheduled ones', cuBLAS's row-major C and
+// cuDNN's NHWC) is dense with x (N, or CO) innermost, so an output is read by its flat index.
 struct Operands {
     Buffer<float> a, b, out;
+    // conv only: the input zero-padded and the (co, x, y, n) output of the autoscheduled
+    // as_conv2d, a valid convolution (the input is padded once, outside the timed runs).
+    Buffer<float> a_padded, out_4d;
     std::function<double(int, int, int, double *)> reference;  // (x, y, z) -> value, |terms|
-    std::function<float(int, int, int)> got;
     int nx, ny, nz;
 };
 
@@ -79,6 +95,11 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
         o.a = random_buffer({p.conv_ci, p.conv_w, p.conv_h, p.batch}, rng);
         o.b = random_buffer({p.n, p.conv_ci, p.conv_kh, p.conv_kh}, rng);
         o.out = Buffer<float>(p.n, ow * oh * p.batch);
+        o.a_padded = Buffer<float>(p.conv_ci, p.conv_w + 2 * pad, p.conv_h + 2 * pad, p.batch);
+        o.a_padded.fill(0.0f);
+        o.a.for_each_element([&](int c, int x, int y, int n) { o.a_padded(c, x + pad, y + pad, n) = o.a(c, x, y, n); });
+        o.a_padded.set_host_dirty();
+        o.out_4d = Buffer<float>(p.n, ow, oh, p.batch);
         o.nx = p.n, o.ny = ow * oh * p.batch, o.nz = 1;
         o.reference = [=](int co, int px, int, double *scale) {
             const int ox = px % ow, oy = (px / ow) % oh, n = px / (ow * oh);
@@ -96,7 +117,6 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             }
             return r;
         };
-        o.got = [=](int co, int px, int) { return o.out(co, px); };
     } else if (p.batch > 1) {
         o.a = random_buffer({p.k, p.m, p.batch}, rng);
         o.b = random_buffer({p.n, p.k, p.batch}, rng);
@@ -111,7 +131,6 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             }
             return r;
         };
-        o.got = [=](int x, int y, int z) { return o.out(x, y, z); };
     } else {
         o.a = random_buffer({p.k, p.m}, rng);
         o.b = random_buffer({p.n, p.k}, rng);
@@ -126,14 +145,12 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             }
             return r;
         };
-        o.got = [=](int x, int y, int) { return o.out(x, y); };
     }
     return o;
 }
 
 // Wrong outputs among (at most) 2000 sampled ones; NaN-poisoned outputs count when unwritten.
-int wrong_outputs(Operands &o, std::mt19937 &rng) {
-    o.out.copy_to_host();
+int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng) {
     const long total = (long)o.nx * o.ny * o.nz;
     const int samples = (int)std::min<long>(total, 2000);
     int wrong = 0;
@@ -142,19 +159,48 @@ int wrong_outputs(Operands &o, std::mt19937 &rng) {
         const int x = e % o.nx, y = (e / o.nx) % o.ny, z = e / ((long)o.nx * o.ny);
         double scale = 1e-6;
         const double ref = o.reference(x, y, z, &scale);
-        wrong += !(std::abs(o.got(x, y, z) - ref) <= 1e-4 * scale);
+        wrong += !(std::abs(got[e] - ref) <= 1e-4 * scale);
     }
     return wrong;
 }
 
-double median_ms(Fn fn, Operands &o, int runs) {
-    fn(o.a, o.b, o.out);  // warm-up (compiles the kernel)
-    o.out.device_sync();
+// One row of the table: a Halide variant or a library anchor. The Halide variants use the
+// Operands' buffers through pointers: a copy of a Buffer keeps dirty bits of its own.
+struct Variant {
+    std::string name;
+    int stages = 0;                          // for the model's prediction; 0: none
+    std::function<int()> run;                // one run, asynchronous
+    std::function<void()> sync;              // waits for it
+    std::function<void()> poison;            // NaN into the output, so that unwritten outputs count
+    std::function<const float *()> result;   // the output, on the host
+};
+
+Variant halide_variant(const char *name, int stages, Fn fn, Buffer<float> *a, Buffer<float> *b, Buffer<float> *out) {
+    Variant v;
+    v.name = name;
+    v.stages = stages;
+    v.run = [=]() { return fn(*a, *b, *out); };
+    v.sync = [=]() { out->device_sync(); };
+    v.poison = [=]() {
+        out->set_device_dirty(false);
+        out->fill(NAN);
+        out->set_host_dirty();
+    };
+    v.result = [=]() {
+        out->copy_to_host();
+        return out->data();
+    };
+    return v;
+}
+
+double median_ms(const Variant &v, int runs) {
+    v.run();  // warm-up (compiles the kernel)
+    v.sync();
     std::vector<double> ms;
     for (int i = 0; i < runs; i++) {
         const auto t0 = std::chrono::steady_clock::now();
-        fn(o.a, o.b, o.out);
-        o.out.device_sync();
+        v.run();
+        v.sync();
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
@@ -170,6 +216,198 @@ double predicted_us(const Problem &p, int stages) {
     Prediction pr = predict(mp, s, default_gpu());
     return pr.feasible ? pr.total_us : NAN;
 }
+
+#ifdef ALCOP_BENCH_CUDA
+// cuBLAS and cuDNN, loaded at run time so that the benchmark builds and runs without them, and
+// declared here so that no CUDA header is needed: the entry points and enum values are those of
+// the CUDA 13.0 and cuDNN 9 headers, cited by file and line. The anchors keep their own device
+// copies of the operands, made through libcudart: Halide's CUDA runtime works in a context of
+// its own (cuCtxCreate), not the primary context that cudart, cuBLAS and cuDNN use.
+void *open_first(std::initializer_list<const char *> names) {
+    for (const char *name : names) {
+        if (void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
+    }
+    return nullptr;
+}
+
+template<typename T>
+bool bind(void *lib, const char *name, T *fn) {
+    *fn = lib ? (T)dlsym(lib, name) : nullptr;
+    return *fn != nullptr;
+}
+
+// Every entry point returns a status, 0 on success (cudaSuccess, driver_types.h:199;
+// CUBLAS_STATUS_SUCCESS, cublas_api.h:90; CUDNN_STATUS_SUCCESS, cudnn_graph.h:121).
+constexpr int cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2;  // driver_types.h:1248-1249
+constexpr int CUBLAS_OP_N = 0;                                         // cublas_api.h:109
+constexpr int CUDNN_DATA_FLOAT = 0;                                    // cudnn_graph.h:223
+constexpr int CUDNN_FMA_MATH = 3;                                      // cudnn_graph.h:254
+constexpr int CUDNN_TENSOR_NHWC = 1;                                   // cudnn_graph.h:278
+constexpr int CUDNN_CROSS_CORRELATION = 1;                             // cudnn_graph.h:361
+constexpr int CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1;    // cudnn_ops.h:859
+
+struct Vendor {
+    // cuda_runtime_api.h:4581, 4752, 5957, 6807, 352
+    int (*cudaMalloc)(void **, size_t);
+    int (*cudaFree)(void *);
+    int (*cudaMemcpy)(void *, const void *, size_t, int);
+    int (*cudaMemset)(void *, int, size_t);
+    int (*cudaDeviceSynchronize)();
+    // cublas_api.h:246, 248, 3082, 4684
+    int (*cublasCreate_v2)(void **);
+    int (*cublasDestroy_v2)(void *);
+    int (*cublasSgemm_v2)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+                          const float *, float *, int);
+    int (*cublasSgemmStridedBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
+                                     const float *, int, long long, const float *, float *, int, long long, int);
+    // cudnn_graph.h:212, 214; cudnn_ops.h:96, 99, 181, 390, 393, 438; cudnn_cnn.h:90, 94, 97, 115, 232, 244
+    int (*cudnnCreate)(void **);
+    int (*cudnnDestroy)(void *);
+    int (*cudnnCreateTensorDescriptor)(void **);
+    int (*cudnnSetTensor4dDescriptor)(void *, int, int, int, int, int, int);
+    int (*cudnnDestroyTensorDescriptor)(void *);
+    int (*cudnnCreateFilterDescriptor)(void **);
+    int (*cudnnSetFilter4dDescriptor)(void *, int, int, int, int, int, int);
+    int (*cudnnDestroyFilterDescriptor)(void *);
+    int (*cudnnCreateConvolutionDescriptor)(void **);
+    int (*cudnnDestroyConvolutionDescriptor)(void *);
+    int (*cudnnSetConvolutionMathType)(void *, int);
+    int (*cudnnSetConvolution2dDescriptor)(void *, int, int, int, int, int, int, int, int);
+    int (*cudnnGetConvolutionForwardWorkspaceSize)(void *, void *, void *, void *, void *, int, size_t *);
+    int (*cudnnConvolutionForward)(void *, const void *, void *, const void *, void *, const void *, void *, int, void *,
+                                   size_t, const void *, void *, void *);
+
+    void *cublas = nullptr, *cudnn = nullptr;  // the handles, where the library was found
+
+    void load() {
+        void *rt = open_first({"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"});
+        const bool have_rt = bind(rt, "cudaMalloc", &cudaMalloc) && bind(rt, "cudaFree", &cudaFree) &&
+                             bind(rt, "cudaMemcpy", &cudaMemcpy) && bind(rt, "cudaMemset", &cudaMemset) &&
+                             bind(rt, "cudaDeviceSynchronize", &cudaDeviceSynchronize);
+        void *blas = open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
+        if (have_rt && bind(blas, "cublasCreate_v2", &cublasCreate_v2) && bind(blas, "cublasDestroy_v2", &cublasDestroy_v2) &&
+            bind(blas, "cublasSgemm_v2", &cublasSgemm_v2) &&
+            bind(blas, "cublasSgemmStridedBatched", &cublasSgemmStridedBatched) && cublasCreate_v2(&cublas) != 0) {
+            cublas = nullptr;
+        }
+        void *dnn = open_first({"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"});
+        if (have_rt && bind(dnn, "cudnnCreate", &cudnnCreate) && bind(dnn, "cudnnDestroy", &cudnnDestroy) &&
+            bind(dnn, "cudnnCreateTensorDescriptor", &cudnnCreateTensorDescriptor) &&
+            bind(dnn, "cudnnSetTensor4dDescriptor", &cudnnSetTensor4dDescriptor) &&
+            bind(dnn, "cudnnDestroyTensorDescriptor", &cudnnDestroyTensorDescriptor) &&
+            bind(dnn, "cudnnCreateFilterDescriptor", &cudnnCreateFilterDescriptor) &&
+            bind(dnn, "cudnnSetFilter4dDescriptor", &cudnnSetFilter4dDescriptor) &&
+            bind(dnn, "cudnnDestroyFilterDescriptor", &cudnnDestroyFilterDescriptor) &&
+            bind(dnn, "cudnnCreateConvolutionDescriptor", &cudnnCreateConvolutionDescriptor) &&
+            bind(dnn, "cudnnDestroyConvolutionDescriptor", &cudnnDestroyConvolutionDescriptor) &&
+            bind(dnn, "cudnnSetConvolutionMathType", &cudnnSetConvolutionMathType) &&
+            bind(dnn, "cudnnSetConvolution2dDescriptor", &cudnnSetConvolution2dDescriptor) &&
+            bind(dnn, "cudnnGetConvolutionForwardWorkspaceSize", &cudnnGetConvolutionForwardWorkspaceSize) &&
+            bind(dnn, "cudnnConvolutionForward", &cudnnConvolutionForward) && cudnnCreate(&cudnn) != 0) {
+            cudnn = nullptr;
+        }
+    }
+};
+
+// One problem on cuBLAS or cuDNN: device copies of the operands (cuDNN's filter transposed),
+// the descriptors, and the host copy of the output.
+class Anchor {
+public:
+    Anchor(const Vendor &vendor, const Problem &p, const Operands &o)
+        : name(p.conv_kh ? "cuDNN" : "cuBLAS"), v(vendor), out_host(o.nx, o.ny, o.nz) {
+        std::vector<float> filter(o.b.data(), o.b.data() + o.b.number_of_elements());
+        if (p.conv_kh) {
+            // Our weights are (co, ci, kx, ky) with co innermost: HWIO in memory, which no cuDNN
+            // filter format is. CUDNN_TENSOR_NHWC filters are KRSC, (ky, kx, ci) per output
+            // channel: transpose once, here, outside the timed runs.
+            for (int ky = 0; ky < p.conv_kh; ky++) {
+                for (int kx = 0; kx < p.conv_kh; kx++) {
+                    for (int ci = 0; ci < p.conv_ci; ci++) {
+                        for (int co = 0; co < p.n; co++) {
+                            filter[((co * p.conv_kh + ky) * p.conv_kh + kx) * p.conv_ci + ci] = o.b(co, ci, kx, ky);
+                        }
+                    }
+                }
+            }
+        }
+        ok = upload(&a, o.a.data(), o.a.number_of_elements()) && upload(&b, filter.data(), filter.size()) &&
+             upload(&out, nullptr, out_host.number_of_elements());
+        if (!ok) return;
+        const float one = 1, zero = 0;
+        if (!p.conv_kh) {
+            // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS multiplies B (N x K,
+            // leading dimension N) by A (K x M, leading dimension K) into C (N x M).
+            run = [this, p, one, zero]() {
+                return p.batch > 1 ? v.cublasSgemmStridedBatched(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n,
+                                                                 (long long)p.n * p.k, a, p.k, (long long)p.k * p.m, &zero, out,
+                                                                 p.n, (long long)p.n * p.m, p.batch) :
+                                     v.cublasSgemm_v2(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n, a, p.k,
+                                                      &zero, out, p.n);
+            };
+            return;
+        }
+        // NHWC input and output, KRSC filter, stride 1, same padding, plain FP32 arithmetic
+        // (CUDNN_DEFAULT_MATH would allow TF32 on sm_80+), and a fixed algorithm.
+        const int pad = p.conv_kh / 2;
+        ok = v.cudnnCreateTensorDescriptor(&x_desc) == 0 && v.cudnnCreateTensorDescriptor(&y_desc) == 0 &&
+             v.cudnnCreateFilterDescriptor(&w_desc) == 0 && v.cudnnCreateConvolutionDescriptor(&conv_desc) == 0 &&
+             v.cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.conv_ci, p.conv_h,
+                                          p.conv_w) == 0 &&
+             v.cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.n, p.conv_h, p.conv_w) == 0 &&
+             v.cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, p.n, p.conv_ci, p.conv_kh, p.conv_kh) == 0 &&
+             v.cudnnSetConvolution2dDescriptor(conv_desc, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == 0 &&
+             v.cudnnSetConvolutionMathType(conv_desc, CUDNN_FMA_MATH) == 0 &&
+             v.cudnnGetConvolutionForwardWorkspaceSize(v.cudnn, x_desc, w_desc, conv_desc, y_desc,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &workspace_bytes) == 0 &&
+             (workspace_bytes == 0 || v.cudaMalloc(&workspace, workspace_bytes) == 0);
+        run = [this, one, zero]() {
+            return v.cudnnConvolutionForward(v.cudnn, &one, x_desc, a, w_desc, b, conv_desc,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, workspace, workspace_bytes,
+                                             &zero, y_desc, out);
+        };
+    }
+
+    ~Anchor() {
+        for (void *ptr : {(void *)a, (void *)b, (void *)out, workspace}) {
+            if (ptr) v.cudaFree(ptr);
+        }
+        if (x_desc) v.cudnnDestroyTensorDescriptor(x_desc);
+        if (y_desc) v.cudnnDestroyTensorDescriptor(y_desc);
+        if (w_desc) v.cudnnDestroyFilterDescriptor(w_desc);
+        if (conv_desc) v.cudnnDestroyConvolutionDescriptor(conv_desc);
+    }
+
+    Variant variant() {
+        Variant r;
+        r.name = name;
+        r.run = run;
+        r.sync = [this]() { v.cudaDeviceSynchronize(); };
+        // All ones bytes are a NaN.
+        r.poison = [this]() { v.cudaMemset(out, 0xff, out_host.size_in_bytes()); };
+        r.result = [this]() {
+            v.cudaMemcpy(out_host.data(), out, out_host.size_in_bytes(), cudaMemcpyDeviceToHost);
+            return out_host.data();
+        };
+        return r;
+    }
+
+    const char *name;
+    bool ok = false;  // the operands and descriptors are set up
+
+private:
+    bool upload(float **dst, const float *src, size_t n) {
+        return v.cudaMalloc((void **)dst, n * sizeof(float)) == 0 &&
+               (!src || v.cudaMemcpy(*dst, src, n * sizeof(float), cudaMemcpyHostToDevice) == 0);
+    }
+
+    const Vendor &v;
+    Buffer<float> out_host;
+    float *a = nullptr, *b = nullptr, *out = nullptr;
+    void *x_desc = nullptr, *y_desc = nullptr, *w_desc = nullptr, *conv_desc = nullptr, *workspace = nullptr;
+    size_t workspace_bytes = 0;
+    std::function<int()> run;
+};
+#endif
 
 }  // namespace
 
@@ -204,38 +442,69 @@ int main(int argc, char **argv) {
         fprintf(stderr, "alcop_bench_cuda: no CUDA driver (libcuda.so) on this machine\n");
         return 2;
     }
+    Vendor vendor;
+    vendor.load();
+    printf("anchors: cuBLAS: %s; cuDNN: %s\n", vendor.cublas ? "loaded" : "not found",
+           vendor.cudnn ? "loaded" : "not found");
 #endif
     printf("device: %s; %d timed runs each (median, after a warm-up)\n", device_name, runs);
-    printf("%-32s %-9s %10s %10s %8s %14s %7s\n", "problem", "variant", "ms", "GFLOP/s", "speedup", "model us(H200)",
-           "check");
+#ifdef ALCOP_BENCH_CUDA
+    printf("speedup: over stages 1; vs lib: the anchor's time over the variant's (cuBLAS for GEMMs, cuDNN for conv)\n");
+#else
+    printf("speedup: over stages 1; vs lib: none in this build (cuBLAS and cuDNN anchors: the CUDA build)\n");
+#endif
+    printf("%-32s %-10s %10s %9s %8s %7s %14s %7s\n", "problem", "variant", "ms", "TFLOP/s", "speedup", "vs lib",
+           "model us(H200)", "check");
     bool all_correct = true;
     std::mt19937 rng(1);
     for (const Problem &p : problems) {
         Operands o = make_operands(p, rng);
-        Fn plain, pipelined;
+        Fn plain, pipelined, autoscheduled;
         if (p.conv_kh) {
-            plain = VARIANT(conv, 1), pipelined = VARIANT(conv, 3);
+            plain = VARIANT(conv, s1), pipelined = VARIANT(conv, s3), autoscheduled = VARIANT(conv, auto);
         } else if (p.batch > 1) {
-            plain = VARIANT(bmm, 1), pipelined = VARIANT(bmm, 3);
+            plain = VARIANT(bmm, s1), pipelined = VARIANT(bmm, s3), autoscheduled = VARIANT(bmm, auto);
         } else {
-            plain = VARIANT(gemm, 1), pipelined = VARIANT(gemm, 3);
+            plain = VARIANT(gemm, s1), pipelined = VARIANT(gemm, s3), autoscheduled = VARIANT(gemm, auto);
         }
-        const double flops = 2.0 * p.m * p.n * p.k * (p.conv_kh ? 1 : p.batch);
-        double base_ms = 0;
-        for (int stages : {1, 3}) {
-            Fn fn = stages == 1 ? plain : pipelined;
-            o.out.set_device_dirty(false);  // poison the output again, from the host
-            o.out.fill(NAN);
-            o.out.set_host_dirty();
-            if (fn(o.a, o.b, o.out) != 0) {
-                printf("%-32s stages=%d: the pipeline returned an error (no device?)\n", p.name.c_str(), stages);
-                return 2;
+        std::vector<Variant> variants;
+#ifdef ALCOP_BENCH_CUDA
+        std::unique_ptr<Anchor> anchor;
+        if (p.conv_kh ? vendor.cudnn : vendor.cublas) {
+            anchor = std::make_unique<Anchor>(vendor, p, o);
+            if (anchor->ok) {
+                variants.push_back(anchor->variant());
+            } else {
+                printf("%-32s %-10s could not set up its operands or descriptors\n", p.name.c_str(), anchor->name);
             }
-            const int wrong = wrong_outputs(o, rng);
-            const double ms = median_ms(fn, o, runs);
-            if (stages == 1) base_ms = ms;
-            printf("%-32s %-9s %10.3f %10.1f %7.2fx %14.1f %7s\n", p.name.c_str(), stages == 1 ? "stages 1" : "ALCOP s3",
-                   ms, flops / ms * 1e-6, base_ms / ms, predicted_us(p, stages), wrong ? "WRONG" : "ok");
+        }
+#endif
+        variants.push_back(halide_variant("stages 1", 1, plain, &o.a, &o.b, &o.out));
+        variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
+        variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
+                                          p.conv_kh ? &o.out_4d : &o.out));
+        const bool has_anchor = variants.size() == 4;
+        const double flops = 2.0 * p.m * p.n * p.k * (p.conv_kh ? 1 : p.batch);
+        double anchor_ms = NAN, base_ms = NAN;
+        for (const Variant &v : variants) {
+            const bool is_anchor = has_anchor && &v == &variants[0];
+            v.poison();
+            if (const int status = v.run()) {
+                printf("%-32s %-10s returned status %d\n", p.name.c_str(), v.name.c_str(), status);
+                if (is_anchor) continue;  // the variants still run, without the ratio to it
+                return 2;                 // no device, most likely
+            }
+            v.sync();
+            const int wrong = wrong_outputs(o, v.result(), rng);
+            const double ms = median_ms(v, runs);
+            if (is_anchor) anchor_ms = ms;
+            if (v.stages == 1) base_ms = ms;
+            char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
+            if (!is_anchor) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
+            if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
+            if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.stages));
+            printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %7s\n", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
+                   speedup, vs_lib, model, wrong ? "WRONG" : "ok");
             all_correct = all_correct && !wrong;
         }
     }

@@ -1,5 +1,5 @@
 // The schedule source the plugin writes is the schedule it applies: the .schedule.h files that
-// the AOT builds of PlainGenerators.cpp emitted (add_halide_library ... SCHEDULE), applied to a
+// the AOT builds of generators/PlainContractionGenerators.cpp emitted (add_halide_library ... SCHEDULE), applied to a
 // fresh, unscheduled copy of each generator's pipeline, lower to the same Stmt as the
 // autoscheduler applying its schedule directly.
 

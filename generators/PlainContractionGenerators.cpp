@@ -7,8 +7,11 @@
 //   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
 //              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
 //
-// Every size is a runtime size; the estimates are what the autoscheduler tunes for. Built with
-// `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` by test/autoscheduler/CMakeLists.txt.
+// Every size is a runtime size; the estimates are what the autoscheduler tunes for. as_gemm,
+// as_bmm and as_conv2d take them as generator params (defaults: the autoscheduler tests' sizes),
+// so that the benchmarks' "ALCOP auto" variants are tuned for the benchmarks' shapes. Built with
+// `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` (alcop_library ... AUTOSCHEDULE in
+// generators/CMakeLists.txt) by test/autoscheduler and apps/bench.
 
 #include "Halide.h"
 
@@ -18,6 +21,8 @@ using namespace Halide;
 
 class Gemm : public Generator<Gemm> {
 public:
+    GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
+
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
     Output<Buffer<float>> out{"out", 2};
@@ -29,7 +34,6 @@ public:
         prod(x, y) += A(r, y) * B(x, r);
         out(x, y) = prod(x, y);
 
-        const int M = 128, N = 128, K = 128;
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
         out.set_estimates({{0, N}, {0, M}});
@@ -84,6 +88,8 @@ private:
 
 class Bmm : public Generator<Bmm> {
 public:
+    GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
+
     Input<Buffer<float>> A{"A", 3};
     Input<Buffer<float>> B{"B", 3};
     Output<Buffer<float>> out{"out", 3};
@@ -93,7 +99,6 @@ public:
         RDom r(0, A.dim(0).extent(), "r");
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
 
-        const int batch = 3, M = 64, N = 64, K = 64;
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
         out.set_estimates({{0, N}, {0, M}, {0, batch}});
@@ -105,6 +110,10 @@ private:
 
 class Conv2d : public Generator<Conv2d> {
 public:
+    // The estimates (of the output; the 3 x 3 filter is fixed). The defaults, 8 x 8 outputs:
+    // the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
+    GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
+
     Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
     Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
     Output<Buffer<float>> out{"out", 4};         // (co, x, y, n)
@@ -116,8 +125,7 @@ public:
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
 
-        // 8 x 8 outputs: the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
-        const int N = 2, H = 8, W = 8, CI = 32, CO = 32, KH = 3, KW = 3;
+        const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
         weights.set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
         out.set_estimates({{0, CO}, {0, W}, {0, H}, {0, N}});
