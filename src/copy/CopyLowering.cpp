@@ -92,12 +92,16 @@ Expr slice(const Expr &e, int first, int lanes) {
         return Select::make(slice(s->condition, first, lanes), slice(s->true_value, first, lanes),
                             slice(s->false_value, first, lanes));
     }
+    // Lane-wise conditions, so that a sliced predicate keeps the form leading_true_lanes reads.
+    if (const And *a = e.as<And>()) return slice(a->a, first, lanes) && slice(a->b, first, lanes);
+    if (const LT *lt = e.as<LT>()) return slice(lt->a, first, lanes) < slice(lt->b, first, lanes);
+    if (const LE *le = e.as<LE>()) return slice(le->a, first, lanes) <= slice(le->b, first, lanes);
     return Shuffle::make_slice(e, first, 1, lanes);
 }
 
 /** The cp.async form of `shared[index] = value`, or undefined (and why, at debug level 2)
  * when it does not qualify. */
-Stmt async_store(const Store *op, const Expr &index, const Expr &value) {
+Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment) {
     auto stays_synchronous = [&](const char *why) {
         debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value << "\n";
         return Stmt();
@@ -106,7 +110,7 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value) {
     const int eb = t.bytes(), bytes = eb * t.lanes();
     if (bytes != 4 && bytes != 8 && bytes != 16) return stays_synchronous("not 4, 8 or 16 bytes");
     if (!is_const_one(op->predicate) || !dense(index)) return stays_synchronous("not a dense store");
-    if (!aligned_to(op->alignment, eb, bytes)) return stays_synchronous("shared address not provably aligned");
+    if (!aligned_to(alignment, eb, bytes)) return stays_synchronous("shared address not provably aligned");
 
     const Load *load = value.as<Load>();
     Expr src_bytes = bytes;
@@ -123,7 +127,7 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value) {
         return stays_synchronous("global address not provably aligned");
     }
     Expr marker = Call::make(t, async_copy_prefix + type_suffix(t.element_of()), {Expr(load), src_bytes}, Call::Extern);
-    return Store::make(op->name, marker, index, op->param, op->predicate, op->alignment);
+    return Store::make(op->name, marker, index, op->param, const_true(t.lanes()), alignment);
 }
 
 /** Splits each copy into the part before the compute and the part after it. Each store
@@ -159,7 +163,7 @@ class SplitCopy : public IRMutator {
             for (int first = 0; t.lanes() % piece == 0 && first < t.lanes(); first += piece) {
                 const bool whole = piece == t.lanes();
                 Stmt s = async_store(op, whole ? op->index : slice(op->index, first, piece),
-                                     whole ? op->value : slice(op->value, first, piece));
+                                     whole ? op->value : slice(op->value, first, piece), op->alignment + first);
                 if (!s.defined()) break;
                 pieces.push_back(s);
             }

@@ -169,6 +169,28 @@ TEST(AsyncCopies, ConvolutionTilesUseCpAsync) {
 #endif
 }
 
+TEST(AsyncCopies, WideVectorsAreSplitInto16BytePieces) {
+    // vector_width 8: each thread's copy is 32 bytes, two cp.async of 16 bytes. With the
+    // default 64x64x8 tile, A is 8x64 (64 such copies) and B 64x8 (64): one per thread for
+    // threads 0..63 of 256, so each step issues 2 pieces for A and 2 for B.
+    const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", {{"stages", "3"}, {"vector_width", "8"}});
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
+    EXPECT_EQ(count(ptx, "cp.async.commit_group"), 3);
+    EXPECT_EQ(count(ptx, "st.shared"), 0);
+}
+
+TEST(AsyncCopies, CopiesNotProvablyAlignedAreStagedThroughRegisters) {
+    // With padding, the convolution's input copy is not provably aligned (see above): it is
+    // loaded into registers and stored into its slot after the compute, while the filter's
+    // copy stays cp.async; both in the same pipeline.
+    const std::string ptx = ptx_of("conv2d", "host-cuda-cuda_capability_80", {{"stages", "3"}, {"pad", "1"}});
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 3);
+    EXPECT_GT(count(ptx, "st.shared"), 0);
+    EXPECT_EQ(count(ptx, "cp.async.commit_group"), 3);
+}
+
 TEST(RegisterStaged, WithoutCpAsyncTheLoadsComeBeforeTheCompute) {
     const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_75", {{"stages", "3"}});
     ASSERT_FALSE(ptx.empty());
