@@ -295,8 +295,8 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
         Interval in = bounds_of_expr_in_scope(arg, scope);
         int64_t e = -1;
         if (in.is_bounded()) {
-            const int64_t *i = as_const_int(simplify(in.max - in.min + 1));
-            if (i) e = *i;
+            const Expr extent = simplify(in.max - in.min + 1);  // as_const_int points into it
+            if (const int64_t *i = as_const_int(extent)) e = *i;
         }
         extents.push_back(e);
     }

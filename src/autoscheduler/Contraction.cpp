@@ -135,7 +135,8 @@ Operand make_operand(const Call *call) {
             for (int d = 0; d < read->param.dimensions() && elems > 0; d++) {
                 Expr e = read->param.extent_constraint(d);
                 if (!e.defined() || !is_const(e)) e = read->param.extent_constraint_estimate(d);
-                const int64_t *i = e.defined() ? as_const_int(simplify(e)) : nullptr;
+                if (e.defined()) e = simplify(e);  // kept alive: as_const_int points into it
+                const int64_t *i = e.defined() ? as_const_int(e) : nullptr;
                 elems = i ? elems * *i : 0;
             }
             o.bytes_estimate = elems * read->param.type().bytes();
@@ -375,7 +376,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
             dim.extent = est[dim.output_var].second;
         } else if (!out.output_buffers().empty()) {
             Expr e = out.output_buffers()[0].extent_constraint_estimate((int)d);
-            const int64_t *i = e.defined() ? as_const_int(simplify(e)) : nullptr;
+            if (e.defined()) e = simplify(e);  // kept alive: as_const_int points into it
+            const int64_t *i = e.defined() ? as_const_int(e) : nullptr;
             dim.extent = i ? *i : 0;
         }
         if (dim.extent <= 0) {
