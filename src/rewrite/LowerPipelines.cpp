@@ -44,7 +44,6 @@ class InjectPipelines : public IRMutator {
     using IRMutator::visit;
 
     const PipelineAnalysis &analysis;
-    const std::vector<KernelPlan> &plans;
     const Options &options;
 
     // Per pipelined loop: its analysis and plan; per allocation: its kernel plan and how the
@@ -229,7 +228,7 @@ class InjectPipelines : public IRMutator {
 
 public:
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans, const Options &options)
-        : analysis(analysis), plans(plans), options(options) {
+        : analysis(analysis), options(options) {
         for (size_t i = 0; i < analysis.kernels.size(); i++) {
             const KernelPipelines &k = analysis.kernels[i];
             allocations[k.allocation] = {&plans[i], copy_kind_for(k.device, options.target, options.copies)};
