@@ -6,6 +6,7 @@
 // This binary must not load libHalide: pocl links its own LLVM.
 
 #include "HalideBuffer.h"
+#include "Reference.h"
 #include "HalideRuntime.h"
 
 #include "as_bmm.h"
@@ -40,12 +41,6 @@ Buffer<float> poisoned(const std::vector<int> &sizes) {
     return out;
 }
 
-/** Whether `got` is within 1e-4 of `ref` relative to sum |a*b| (the rounding scale of an fp32
- * dot product); NaN (an element never written) never is. */
-bool close(float got, double ref, double scale) {
-    return std::abs(got - ref) <= 1e-4 * std::max(scale, 1e-6);
-}
-
 struct MatShape {
     int batch, m, n, k;
 };
@@ -66,22 +61,7 @@ int gemm_mismatches(const MatShape &s, bool batched, MatMulFn fn = as_gemm, bool
     EXPECT_EQ(err, 0) << "pipeline error on " << describe(s);
     if (err) return -1;
     out.copy_to_host();
-    int bad = 0;
-    for (int z = 0; z < s.batch; z++) {
-        for (int y = 0; y < s.m; y++) {
-            for (int x = 0; x < s.n; x++) {
-                double ref = 0, scale = 0;
-                for (int k = 0; k < s.k; k++) {
-                    double t = batched ? (double)a(k, y, z) * b(x, k, z) : (double)a(k, y) * b(x, k);
-                    ref += t;
-                    scale += std::abs(t);
-                }
-                if (relu) ref = std::max(ref, 0.0);
-                bad += !close(batched ? out(x, y, z) : out(x, y), ref, scale);
-            }
-        }
-    }
-    return bad;
+    return reference::matmul_mismatches(a, b, out, [&](double r) { return relu ? std::max(r, 0.0) : r; });
 }
 
 class AutoscheduledGemm : public ::testing::TestWithParam<MatShape> {};
@@ -171,7 +151,7 @@ TEST_P(AutoscheduledConv2d, MatchesReference) {
                             }
                         }
                     }
-                    bad += !close(out(co, x, y, n), ref, scale);
+                    bad += !reference::close(out(co, x, y, n), ref, scale);
                 }
             }
         }

@@ -6,6 +6,7 @@
 // ALCOP_FUZZ_SEED and ALCOP_FUZZ_CONFIGS (default 200) choose the run.
 
 #include "HalideBuffer.h"
+#include "Reference.h"
 #include "HalideRuntime.h"
 
 #include "gemm_s1.h"
@@ -89,13 +90,13 @@ TEST(Fuzz, PipelinedMatchesReferenceAndUnpipelined) {
             plain.copy_to_host();
             for (int y = 0; y < m; y++) {
                 for (int x = 0; x < n; x++) {
-                    double ref = 0, scale = 1e-6;
+                    double ref = 0, scale = 0;
                     for (int i = 0; i < k; i++) {
                         ref += (double)az(i, y) * bz(x, i);
                         scale += std::abs((double)az(i, y) * bz(x, i));
                     }
                     const float got = v.batched ? out(x, y, z) : out(x, y);
-                    bad += !(std::abs(got - ref) <= 1e-4 * scale) || !(std::abs(got - plain(x, y)) <= 1e-4 * scale);
+                    bad += !reference::close(got, ref, scale) || !reference::close(got, plain(x, y), scale);
                 }
             }
         }

@@ -1,6 +1,7 @@
 // The pipelined implicit-GEMM convolution on pocl against a double-precision reference.
 
 #include "HalideBuffer.h"
+#include "Reference.h"
 
 #include "conv_s1.h"
 #include "conv_s3.h"
@@ -20,7 +21,7 @@ struct ConvShape {
     int n, h, w, ci, co, kh, kw;
 };
 
-// Wrong or unwritten output elements, relative to sum |x*w| as in matmul_test.cpp.
+// Wrong or unwritten output elements (test/common/Reference.h).
 int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
     const int oh = (s.h + 2 * pad - s.kh) / stride + 1, ow = (s.w + 2 * pad - s.kw) / stride + 1;
     std::mt19937 rng(s.ci * 7 + s.co);
@@ -40,7 +41,7 @@ int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
         for (int oy = 0; oy < oh; oy++) {
             for (int ox = 0; ox < ow; ox++) {
                 for (int co = 0; co < s.co; co++) {
-                    double ref = 0, scale = 1e-6;
+                    double ref = 0, scale = 0;
                     for (int ky = 0; ky < s.kh; ky++) {
                         for (int kx = 0; kx < s.kw; kx++) {
                             const int ix = ox * stride + kx - pad, iy = oy * stride + ky - pad;
@@ -53,7 +54,7 @@ int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
                         }
                     }
                     const float got = out(co, ox + ow * (oy + oh * n));
-                    bad += !(std::abs(got - ref) <= 1e-4 * scale);
+                    bad += !reference::close(got, ref, scale);
                 }
             }
         }

@@ -2,6 +2,7 @@
 // double-precision reference, for stages 1..4 and shapes with every kind of tail.
 
 #include "HalideBuffer.h"
+#include "Reference.h"
 #include "HalideRuntime.h"
 
 #include "bmm_s1.h"
@@ -37,8 +38,7 @@ std::string describe(const Shape &s) {
 }
 
 // Runs `fn` on random inputs with a NaN-poisoned output and returns the number of elements
-// that are not written or are off the double-precision reference by more than 1e-4,
-// relative to sum_k |a*b| (the scale of the rounding error of an fp32 dot product).
+// that are not written or are off the double-precision reference (test/common/Reference.h).
 int count_mismatches(MatMulFn fn, const Shape &s, bool batched) {
     std::mt19937 rng(s.m * 131 + s.n * 17 + s.k);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -57,24 +57,7 @@ int count_mismatches(MatMulFn fn, const Shape &s, bool batched) {
     EXPECT_EQ(err, 0) << "pipeline returned an error for " << describe(s);
     out.copy_to_host();
 
-    int mismatches = 0;
-    for (int z = 0; z < s.batch; z++) {
-        for (int y = 0; y < s.m; y++) {
-            for (int x = 0; x < s.n; x++) {
-                double ref = 0, scale = 0;
-                for (int k = 0; k < s.k; k++) {
-                    double t = batched ? (double)a(k, y, z) * b(x, k, z) : (double)a(k, y) * b(x, k);
-                    ref += t;
-                    scale += std::abs(t);
-                }
-                float got = batched ? out(x, y, z) : out(x, y);
-                if (!(std::abs(got - ref) <= 1e-4 * std::max(scale, 1e-6))) {
-                    mismatches++;
-                }
-            }
-        }
-    }
-    return mismatches;
+    return reference::matmul_mismatches(a, b, out);
 }
 
 struct Variant {
