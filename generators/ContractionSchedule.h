@@ -29,7 +29,7 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
                                  const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                  const std::vector<Halide::RVar> &outer_reduction, const ContractionTiles &t,
-                                 int stages_a, int stages_b) {
+                                 int stages_a, int stages_b, int register_stages = 0) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
@@ -64,8 +64,20 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
     order.insert(order.end(), outer_reduction.begin(), outer_reduction.end());
     Stage update = prod.update();
     update.tile(x, y, tx, ty, xr, yr, t.thread_n, t.thread_m).reorder(order).gpu_threads(tx, ty).unroll(xr).unroll(yr);
-    for (const RVar &r : within_chunk) {
-        update.unroll(r);
+    if (register_stages <= 1) {
+        for (const RVar &r : within_chunk) {
+            update.unroll(r);
+        }
+    }
+    if (register_stages > 0) {
+        for (Func f : {a_shared, b_shared}) {
+            Func frag = f.in(prod);
+            frag.compute_at(prod, within_chunk.front()).store_in(MemoryType::Register);
+            for (const Var &v : frag.args()) {
+                frag.unroll(v);
+            }
+            alcop::pipeline(frag, register_stages, alcop::Level::Register);
+        }
     }
 
     // Each chunk's tiles are copied by all threads, vector_width contiguous elements each.

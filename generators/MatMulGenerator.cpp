@@ -43,6 +43,9 @@ public:
     GeneratorParam<int> stages{"stages", 1, 1, 16};
     // B's stages when they differ from A's (0: the same as A's).
     GeneratorParam<int> stages_b{"stages_b", 0, 0, 16};
+    // Register fragments of A and B loaded from shared memory per step of the chunk, with
+    // this many register slots (0: the compute reads shared memory directly).
+    GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
     GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
                                            {{"auto", alcop::CopyKind::Auto},
@@ -54,7 +57,8 @@ public:
                                        {{"none", alcop::Fault::None},
                                         {"drop_barrier", alcop::Fault::DropBarrier},
                                         {"slot_off_by_one", alcop::Fault::SlotOffByOne},
-                                        {"wait_one_group_short", alcop::Fault::WaitOneGroupShort}}};
+                                        {"wait_one_group_short", alcop::Fault::WaitOneGroupShort},
+                                        {"fragment_before_barrier", alcop::Fault::FragmentBeforeBarrier}}};
 
     Input<Buffer<float>> A{"A", Batched ? 3 : 2};
     Input<Buffer<float>> B{"B", Batched ? 3 : 2};
@@ -128,7 +132,7 @@ public:
         std::vector<Var> extra_blocks;
         if (Batched) extra_blocks.push_back(b);
         schedule_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {}, tiles, stages,
-                             stages_b > 0 ? (int)stages_b : (int)stages);
+                             stages_b > 0 ? (int)stages_b : (int)stages, register_stages);
         alcop::Options options;
         options.target = this->get_target();
         options.copies = copies;

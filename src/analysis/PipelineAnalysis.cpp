@@ -18,6 +18,51 @@ bool is_barrier(const Stmt &s) {
     return c && c->is_intrinsic(Call::gpu_thread_barrier);
 }
 
+std::string first_produced(const Stmt &s, const std::set<std::string> &funcs) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const ProducerConsumer *op) override {
+            if (found.empty() && op->is_producer && funcs.count(op->name)) found = op->name;
+            IRVisitor::visit(op);
+        }
+
+    public:
+        const std::set<std::string> &funcs;
+        std::string found;
+        Finder(const std::set<std::string> &funcs)
+            : funcs(funcs) {
+        }
+    } finder(funcs);
+    s.accept(&finder);
+    return finder.found;
+}
+
+void cut_loop_body(const Stmt &s, const std::set<std::string> &pipelined, std::vector<Stmt> &out) {
+    if (const Block *b = s.as<Block>()) {
+        cut_loop_body(b->first, pipelined, out);
+        cut_loop_body(b->rest, pipelined, out);
+        return;
+    }
+    if (first_produced(s, pipelined).empty()) {
+        out.push_back(s);
+        return;
+    }
+    std::vector<Stmt> pieces;
+    if (const LetStmt *l = s.as<LetStmt>()) {
+        cut_loop_body(l->body, pipelined, pieces);
+        for (const Stmt &p : pieces) {
+            out.push_back(stmt_uses_var(p, l->name) ? LetStmt::make(l->name, l->value, p) : p);
+        }
+    } else if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
+        cut_loop_body(pc->body, pipelined, pieces);
+        for (const Stmt &p : pieces) {
+            out.push_back(ProducerConsumer::make_consume(pc->name, p));
+        }
+    } else {
+        out.push_back(s);
+    }
+}
+
 namespace {
 
 /** Closed byte range [lo, hi] of a Load or Store of elements of type t at `index`. */
@@ -50,26 +95,6 @@ ByteRange byte_range(const Expr &index, const Type &t, const KernelContext &ctx)
     r.hi = (*hi + 1) * bytes - 1;
     r.known = true;
     return r;
-}
-
-/** The first of `funcs` produced in s, or "". */
-std::string produce_in(const Stmt &s, const std::set<std::string> &funcs) {
-    class Finder : public IRVisitor {
-        using IRVisitor::visit;
-        void visit(const ProducerConsumer *op) override {
-            if (found.empty() && op->is_producer && funcs.count(op->name)) found = op->name;
-            IRVisitor::visit(op);
-        }
-
-    public:
-        const std::set<std::string> &funcs;
-        std::string found;
-        Finder(const std::set<std::string> &funcs)
-            : funcs(funcs) {
-        }
-    } finder(funcs);
-    s.accept(&finder);
-    return finder.found;
 }
 
 /** Where each requested Func is produced and consumed, and the context at each serial loop. */
@@ -192,33 +217,6 @@ public:
     std::set<std::string> loaded, stored;
 };
 
-/** Cuts a loop body into statements; see LoopBody. */
-void flatten(const Stmt &s, const std::set<std::string> &pipelined, std::vector<Stmt> &out) {
-    if (const Block *b = s.as<Block>()) {
-        flatten(b->first, pipelined, out);
-        flatten(b->rest, pipelined, out);
-        return;
-    }
-    if (produce_in(s, pipelined).empty()) {
-        out.push_back(s);
-        return;
-    }
-    std::vector<Stmt> pieces;
-    if (const LetStmt *l = s.as<LetStmt>()) {
-        flatten(l->body, pipelined, pieces);
-        for (const Stmt &p : pieces) {
-            out.push_back(stmt_uses_var(p, l->name) ? LetStmt::make(l->name, l->value, p) : p);
-        }
-    } else if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
-        flatten(pc->body, pipelined, pieces);
-        for (const Stmt &p : pieces) {
-            out.push_back(ProducerConsumer::make_consume(pc->name, p));
-        }
-    } else {
-        out.push_back(s);
-    }
-}
-
 /** Does any Load or Store of `alloc` in its scope belong to no pipelined buffer? */
 bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, std::string> &owner) {
     class Finder : public IRVisitor {
@@ -258,7 +256,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
     result.loop = loop;
     const std::set<std::string> pipelined(funcs.begin(), funcs.end());
 
-    flatten(loop->body, pipelined, result.body.stmts);
+    cut_loop_body(loop->body, pipelined, result.body.stmts);
     std::vector<CollectAccesses> collected;
     for (const Stmt &s : result.body.stmts) {
         collected.emplace_back(alloc->name, entry);
@@ -284,9 +282,9 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
         }
         if (is_barrier(s)) {
             result.body.roles.push_back(StmtRole::Barrier);
-        } else if (!produced.empty() || !produce_in(s, pipelined).empty()) {
+        } else if (!produced.empty() || !first_produced(s, pipelined).empty()) {
             user_assert(!produced.empty())
-                << "alcop::pipeline(" << produce_in(s, pipelined) << "): " << produce_in(s, pipelined)
+                << "alcop::pipeline(" << first_produced(s, pipelined) << "): " << first_produced(s, pipelined)
                 << " does not store into the kernel's GPU shared allocation in " << describe_loop(loop)
                 << ". Level::Shared needs store_in(MemoryType::GPUShared).\n";
             user_assert(!buffers.count(produced))
@@ -397,9 +395,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
 PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &all_requests) {
     std::map<std::string, PipelineRequest> requests;
     for (const auto &r : all_requests) {
-        user_assert(r.second.level == Level::Shared)
-            << "alcop::pipeline(" << r.first << "): Level::" << to_string(r.second.level)
-            << " pipelining is not supported by this version; use Level::Shared.\n";
+        if (r.second.level != Level::Shared) continue;  // see FragmentAnalysis.h
         if (r.second.stages > 1) requests.insert(r);
     }
 

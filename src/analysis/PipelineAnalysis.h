@@ -26,6 +26,7 @@
 #include "Directive.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ struct PipelineAnalysis {
  * are ignored. Throws Halide::CompileError (user_error) on illegal requests. */
 PipelineAnalysis analyze_pipelines(const Halide::Internal::Stmt &s,
                                    const std::map<std::string, PipelineRequest> &requests);
+
+/** The first of `funcs` produced in `s` (a produce node's name), or "". */
+std::string first_produced(const Halide::Internal::Stmt &s, const std::set<std::string> &funcs);
+
+/** Cuts a loop body into the statements of a LoopBody, appended to `out`: blocks are
+ * flattened, and the lets and consume markers around a produce node of one of `funcs` are
+ * pushed into each piece. */
+void cut_loop_body(const Halide::Internal::Stmt &body, const std::set<std::string> &funcs,
+                   std::vector<Halide::Internal::Stmt> &out);
 
 /** True for `gpu_thread_barrier(...)` statements. */
 bool is_barrier(const Halide::Internal::Stmt &s);

@@ -51,8 +51,10 @@ std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Functi
 enum class Fault {
     None,
     DropBarrier,        ///< omit the per-iteration barrier of the steady state
-    SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages
+    SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages (both levels)
     WaitOneGroupShort,  ///< the steady-state wait lets one group too many stay in flight
+    FragmentBeforeBarrier,  ///< two levels: the next tile's first fragments are loaded before
+                            ///< the wait and barrier that publish that tile
 };
 
 /** How the copies of a pipelined Func are made. */

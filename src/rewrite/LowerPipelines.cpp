@@ -1,9 +1,11 @@
 #include "rewrite/LowerPipelines.h"
 
+#include "analysis/FragmentAnalysis.h"
 #include "analysis/PipelineAnalysis.h"
 #include "copy/CopyLowering.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
+#include "rewrite/PipelineFragments.h"
 
 #include "Error.h"
 
@@ -57,6 +59,12 @@ class InjectPipelines : public IRMutator {
     // The address of each pipelined buffer of the loops being rewritten.
     std::map<std::string, SlotAddress> addresses;
 
+    // Register level: the fragment loops, the stages of each fragment's registers, and the
+    // register prologue of the last fragment loop that composed with a shared pipeline.
+    std::map<const For *, const FragmentLoop *> fragment_loops;
+    std::map<const Allocate *, int> fragment_storage;
+    Stmt fragment_prologue;
+
     /** `index` moved into the slot of iteration k (a store; its producer is later moved to
      * iteration k + d) or read in iteration k (a load). */
     Expr slot_index(const Expr &index, const std::string &func, Type t, bool is_load, ModulusRemainder &alignment) {
@@ -101,6 +109,11 @@ class InjectPipelines : public IRMutator {
     }
 
     Stmt visit(const Allocate *op) override {
+        if (auto f = fragment_storage.find(op); f != fragment_storage.end()) {
+            // One slot per stage, in the order of the slots.
+            return Allocate::make(op->name, op->type, op->memory_type, {simplify(op->extents[0] * f->second)},
+                                  op->condition, mutate(op->body), op->new_expr, op->free_function);
+        }
         auto it = allocations.find(op);
         if (it == allocations.end()) {
             return IRMutator::visit(op);
@@ -124,6 +137,9 @@ class InjectPipelines : public IRMutator {
     }
 
     Stmt visit(const For *op) override {
+        if (auto f = fragment_loops.find(op); f != fragment_loops.end()) {
+            return fragment_loop(*f->second, nullptr);
+        }
         auto it = loops.find(op);
         if (it == loops.end()) {
             return IRMutator::visit(op);
@@ -142,37 +158,12 @@ class InjectPipelines : public IRMutator {
             addresses[b.func] = {anchor_units, b.base - b.old_begin, simplify(k - op->min), b.stages, b.slot_bytes};
             min_distance = std::min(min_distance, b.prefetch_distance);
         }
-
-        std::map<std::string, Stmt> producer;
-        std::vector<Stmt> consumers;
         const LoopBody &body = loop.body;
-        bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
+        std::map<std::string, Stmt> producer;
         for (size_t i = 0; i < body.stmts.size(); i++) {
-            switch (body.roles[i]) {
-            case StmtRole::Producer:
+            if (body.roles[i] == StmtRole::Producer) {
                 producer[body.produced[i]] = mutate(body.stmts[i]);
-                keep_barrier = false;  // the barrier after a producer published its tile
-                break;
-            case StmtRole::Barrier: {
-                // Keep only barriers that separate two consumer stages.
-                bool consumer_follows = false;
-                for (size_t j = i + 1; j < body.stmts.size(); j++) {
-                    consumer_follows = consumer_follows || body.roles[j] == StmtRole::Compute;
-                }
-                if (keep_barrier && consumer_follows) {
-                    consumers.push_back(body.stmts[i]);
-                }
-                keep_barrier = false;
-                break;
             }
-            case StmtRole::Compute:
-                consumers.push_back(mutate(body.stmts[i]));
-                keep_barrier = true;
-                break;
-            }
-        }
-        for (const BufferPlan &b : plan.buffers) {
-            addresses.erase(b.func);
         }
 
         // Issues the copies of one step (a prologue step p, or the prefetch of iteration k)
@@ -210,11 +201,48 @@ class InjectPipelines : public IRMutator {
         }
         publish_next_tile(prologue, false);
 
-        std::vector<Stmt> steady, after_compute;
-        copy_step(false, 0, steady, after_compute);
-        steady.insert(steady.end(), consumers.begin(), consumers.end());
-        steady.insert(steady.end(), after_compute.begin(), after_compute.end());
-        publish_next_tile(steady, true);
+        std::vector<Stmt> steady, publish;
+        copy_step(false, 0, steady, publish);
+        publish_next_tile(publish, true);
+
+        // The consumers. A register-level pipeline in the last of them may take over the
+        // publication of the next tile (see PipelineFragments.h).
+        size_t last_compute = body.stmts.size();
+        for (size_t i = 0; i < body.stmts.size(); i++) {
+            if (body.roles[i] == StmtRole::Compute) last_compute = i;
+        }
+        SharedLoopContext composition{op->name, op->min, end, sequence(publish), {}};
+        bool composed = false;
+        bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
+        for (size_t i = 0; i < body.stmts.size(); i++) {
+            switch (body.roles[i]) {
+            case StmtRole::Producer:
+                keep_barrier = false;  // the barrier after a producer published its tile
+                break;
+            case StmtRole::Barrier: {
+                // Keep only barriers that separate two consumer stages.
+                const bool consumer_follows = i < last_compute && last_compute < body.stmts.size();
+                if (keep_barrier && consumer_follows) {
+                    steady.push_back(body.stmts[i]);
+                }
+                keep_barrier = false;
+                break;
+            }
+            case StmtRole::Compute:
+                steady.push_back(i == last_compute ? mutate_last_consumer(body.stmts[i], composition, composed)
+                                                   : mutate(body.stmts[i]));
+                keep_barrier = true;
+                break;
+            }
+        }
+        for (const BufferPlan &b : plan.buffers) {
+            addresses.erase(b.func);
+        }
+        if (composed) {
+            prologue.push_back(fragment_prologue);
+        } else {
+            steady.insert(steady.end(), publish.begin(), publish.end());
+        }
 
         Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
         Stmt result = sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()});
@@ -226,9 +254,74 @@ class InjectPipelines : public IRMutator {
         return result;
     }
 
+    /** The last consumer statement of a pipelined loop. When it is a fragment loop under
+     * lets and consume markers only, and that loop's compute reads registers only, the
+     * fragment pipeline composes with the shared one: after it, nothing reads the slot of
+     * the current tile, so the shared wait and barrier may move into it. */
+    Stmt mutate_last_consumer(const Stmt &s, SharedLoopContext &composition, bool &composed) {
+        if (const LetStmt *l = s.as<LetStmt>()) {
+            Expr value = mutate(l->value);
+            composition.lets.emplace_back(l->name, value);
+            Stmt body = mutate_last_consumer(l->body, composition, composed);
+            composition.lets.pop_back();
+            return LetStmt::make(l->name, value, body);
+        }
+        if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
+            return ProducerConsumer::make_consume(pc->name, mutate_last_consumer(pc->body, composition, composed));
+        }
+        const For *f = s.as<For>();
+        auto it = f ? fragment_loops.find(f) : fragment_loops.end();
+        if (it == fragment_loops.end() || compute_reads_pipelined_tiles(*it->second)) {
+            return mutate(s);
+        }
+        composed = true;
+        return fragment_loop(*it->second, &composition);
+    }
+
+    bool compute_reads_pipelined_tiles(const FragmentLoop &loop) const {
+        class Reads : public IRVisitor {
+            using IRVisitor::visit;
+            void visit(const Load *op) override {
+                auto it = self.analysis.owner.find(op);
+                found = found || (it != self.analysis.owner.end() && self.addresses.count(it->second));
+                IRVisitor::visit(op);
+            }
+
+        public:
+            const InjectPipelines &self;
+            bool found = false;
+            explicit Reads(const InjectPipelines &self)
+                : self(self) {
+            }
+        } reads(*this);
+        for (size_t i = 0; i < loop.body.stmts.size(); i++) {
+            if (loop.body.roles[i] == StmtRole::Compute) loop.body.stmts[i].accept(&reads);
+        }
+        return reads.found;
+    }
+
+    Stmt fragment_loop(const FragmentLoop &loop, const SharedLoopContext *composition) {
+        std::vector<Stmt> pieces;
+        for (const Stmt &s : loop.body.stmts) {
+            pieces.push_back(mutate(s));
+        }
+        FragmentPipeline p = pipeline_fragments(loop, pieces, composition, options.fault);
+        if (composition) {
+            fragment_prologue = p.prologue;
+        }
+        return p.steps;
+    }
+
 public:
-    InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans, const Options &options)
+    InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
+                    const std::vector<FragmentLoop> &fragments, const Options &options)
         : analysis(analysis), options(options) {
+        for (const FragmentLoop &l : fragments) {
+            fragment_loops[l.loop] = &l;
+            for (const Fragment &f : l.fragments) {
+                fragment_storage[f.storage] = l.stages;
+            }
+        }
         for (size_t i = 0; i < analysis.kernels.size(); i++) {
             const KernelPipelines &k = analysis.kernels[i];
             allocations[k.allocation] = {&plans[i], copy_kind_for(k.device, options.target, options.copies)};
@@ -287,14 +380,15 @@ std::map<std::string, PipelineRequest> collect_requests(const std::vector<Functi
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
                       const Options &options) {
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
-    if (analysis.kernels.empty()) {
+    const std::vector<FragmentLoop> fragments = analyze_fragments(s, requests);
+    if (analysis.kernels.empty() && fragments.empty()) {
         return s;
     }
     std::vector<KernelPlan> plans;
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k));
     }
-    return InjectPipelines(analysis, plans, options).mutate(s);
+    return InjectPipelines(analysis, plans, fragments, options).mutate(s);
 }
 
 }  // namespace alcop

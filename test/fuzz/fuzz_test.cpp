@@ -1,6 +1,6 @@
 // Differential fuzzing of the pipelining pass on pocl: seeded random shapes (1, primes,
 // smaller than a tile, around tile multiples) through AOT variants that cover tile shapes,
-// vector widths, stage counts 1..6 and per-buffer stage counts. Each configuration is checked
+// vector widths, stage counts 1..6, per-buffer stage counts and register stages. Each configuration is checked
 // against a double-precision reference and against the unpipelined GEMM.
 //
 // ALCOP_FUZZ_SEED and ALCOP_FUZZ_CONFIGS (default 200) choose the run.

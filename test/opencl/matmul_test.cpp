@@ -16,6 +16,18 @@
 #include "gemm_s4.h"
 #include "gemm_s4_b2.h"
 #include "gemm_s3_b1.h"
+#include "gemm_s1_r1.h"
+#include "gemm_s1_r2.h"
+#include "gemm_s2_r1.h"
+#include "gemm_s2_r2.h"
+#include "gemm_s3_r1.h"
+#include "gemm_s3_r2.h"
+#include "gemm_s4_r1.h"
+#include "gemm_s4_r2.h"
+#include "gemm_s3_r3.h"
+#include "bmm_s2_r2.h"
+#include "gemm_s1_r2_slot_off_by_one.h"
+#include "gemm_s2_r2_fragment_before_barrier.h"
 
 #include <gtest/gtest.h>
 
@@ -74,6 +86,12 @@ const Variant variants[] = {
     {"gemm_s1", gemm_s1, false}, {"gemm_s2", gemm_s2, false}, {"gemm_s3", gemm_s3, false}, {"gemm_s4", gemm_s4, false},
     {"gemm_s4_b2", gemm_s4_b2, false}, {"gemm_s3_b1", gemm_s3_b1, false},
     {"bmm_s1", bmm_s1, true},    {"bmm_s2", bmm_s2, true},    {"bmm_s3", bmm_s3, true},    {"bmm_s4", bmm_s4, true},
+    // Shared stages x register stages.
+    {"gemm_s1_r1", gemm_s1_r1, false}, {"gemm_s1_r2", gemm_s1_r2, false},
+    {"gemm_s2_r1", gemm_s2_r1, false}, {"gemm_s2_r2", gemm_s2_r2, false},
+    {"gemm_s3_r1", gemm_s3_r1, false}, {"gemm_s3_r2", gemm_s3_r2, false},
+    {"gemm_s4_r1", gemm_s4_r1, false}, {"gemm_s4_r2", gemm_s4_r2, false},
+    {"gemm_s3_r3", gemm_s3_r3, false}, {"bmm_s2_r2", bmm_s2_r2, true},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.
@@ -114,6 +132,14 @@ INSTANTIATE_TEST_SUITE_P(Stages, MatMul, ::testing::ValuesIn(variants),
 // barrier is caught by the IR and PTX tests; pocl does not reliably expose it as a race.)
 TEST(BrokenPipeline, SlotOffByOneIsCaught) {
     EXPECT_GT(count_mismatches(gemm_s3_slot_off_by_one, {1, 100, 70, 50}, false), 0);
+}
+
+TEST(BrokenPipeline, RegisterSlotOffByOneIsCaught) {
+    EXPECT_GT(count_mismatches(gemm_s1_r2_slot_off_by_one, {1, 100, 70, 50}, false), 0);
+}
+
+TEST(BrokenPipeline, FragmentLoadedBeforeItsTileIsPublishedIsCaught) {
+    EXPECT_GT(count_mismatches(gemm_s2_r2_fragment_before_barrier, {1, 100, 70, 50}, false), 0);
 }
 
 }  // namespace

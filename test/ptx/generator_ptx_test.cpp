@@ -59,6 +59,10 @@ Ptxas assemble(const std::string &ptx, const std::string &arch) {
     return r;
 }
 
+bool uses_local_memory(const std::string &ptx) {
+    return count(ptx, "ld.local") + count(ptx, "st.local") > 0;
+}
+
 /** What is wrong with the PTX of a cp.async pipeline of `stages` stages (default tiles: each
  * thread copies one 16-byte vector of A and one of B per stage); empty when nothing is. */
 std::vector<std::string> async_pipeline_problems(const std::string &ptx, int stages) {
@@ -90,6 +94,8 @@ std::vector<std::string> async_pipeline_problems(const std::string &ptx, int sta
     // ... and after the loop, all of them.
     expect(ptx.find("cp.async.wait_group 0;") != std::string::npos, "no final wait for all groups");
     expect(count(ptx, "st.shared") == 0, "a copy went the synchronous way");
+    // Register arrays (accumulators, fragments and their slots) are indexed by constants.
+    expect(!uses_local_memory(ptx), "a register array went to local memory");
     return problems;
 }
 
@@ -151,6 +157,56 @@ INSTANTIATE_TEST_SUITE_P(Gemm, AsyncCopies,
                              return info.param.target.substr(info.param.target.size() - 2) + "_stages" +
                                     std::to_string(info.param.stages);
                          });
+
+// Both levels: register fragments double-buffered (or more) under the cp.async pipeline.
+// The shared level's PTX is unchanged: its wait and barrier moved inside the unrolled steps,
+// still one after the other; the fragments' slots stay in registers.
+class TwoLevel : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(TwoLevel, KeepsTheAsyncPipelineAndTheSlotsInRegisters) {
+    const int stages = GetParam().first, register_stages = GetParam().second;
+    const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80",
+                                   {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}});
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(join(async_pipeline_problems(ptx, stages)), "");
+    Ptxas r = assemble(ptx, "sm_80");
+#ifdef ALCOP_PTXAS
+    ASSERT_TRUE(r.ran) << r.log;
+    EXPECT_EQ(r.spill_bytes, 0) << r.log;
+    std::cout << "[ptxas sm_80] stages=" << stages << " register_stages=" << register_stages << ": " << r.registers
+              << " registers, " << r.spill_bytes << " bytes spilled\n";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemm, TwoLevel,
+                         ::testing::Values(std::make_pair(2, 2), std::make_pair(3, 2), std::make_pair(4, 2),
+                                           std::make_pair(3, 3), std::make_pair(3, 4)),
+                         [](const ::testing::TestParamInfo<std::pair<int, int>> &info) {
+                             return "shared" + std::to_string(info.param.first) + "_register" +
+                                    std::to_string(info.param.second);
+                         });
+
+// The local-memory check bites: a per-thread array read at a data-dependent index cannot
+// be registers.
+TEST(TwoLevel, LocalMemoryIsDetected) {
+    ImageParam in(Float(32), 1, "in");
+    ImageParam which(Int(32), 1, "which");
+    Func window("window"), out("out");
+    Var x("x"), i("i"), xo("xo"), xi("xi");
+    window(i, x) = in(x * 16 + i);
+    out(x) = window(clamp(which(x), 0, 15), x);
+    out.gpu_tile(x, xo, xi, 64);
+    window.compute_at(out, xi).store_in(MemoryType::Register).bound(i, 0, 16);
+    Module m = Pipeline(out).compile_to_module({in, which}, "local", Target("host-cuda-cuda_capability_80"));
+    std::string ptx;
+    for (const Buffer<> &b : m.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_TRUE(uses_local_memory(ptx)) << ptx;
+}
 
 TEST(AsyncCopies, ConvolutionTilesUseCpAsync) {
     // Without padding Halide proves both operands' copies aligned. (With padding the input's

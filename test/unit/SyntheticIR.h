@@ -50,6 +50,30 @@ inline Stmt use_tile(Expr at = 15 - var("tx")) {
     return consume("P", store("out", var("ko") * 16 + var("tx"), load("S", std::move(at))));
 }
 
+// Register level: a fragment "F" of 4 floats in the per-thread array "F_regs", loaded from S at
+// each step ki of a serial loop and accumulated into the per-thread "acc".
+inline Stmt load_fragment(Expr step = var("ki"), const std::string &f = "F") {
+    std::vector<Stmt> stores;
+    for (int i = 0; i < 4; i++) {
+        stores.push_back(store(f + "_regs", i, load("S", step * 4 + i)));
+    }
+    return produce(f, Block::make(stores));
+}
+inline Stmt use_fragment(const std::string &f = "F") {
+    return consume(f, store("acc", 0, load("acc", 0) + load(f + "_regs", 0) * load(f + "_regs", 3)));
+}
+inline Stmt step_loop(Stmt body, Expr extent = 8) {
+    return For::make("ki", 0, std::move(extent), ForType::Serial, DeviceAPI::None, std::move(body));
+}
+// The per-thread arrays around s: acc and the fragments' registers, in `memory`.
+inline Stmt fragment_registers(Stmt s, MemoryType memory = MemoryType::Register,
+                               const std::vector<std::string> &fragments = {"F"}) {
+    for (const std::string &f : fragments) {
+        s = Allocate::make(f + "_regs", Float(32), memory, {4}, const_true(), s);
+    }
+    return Allocate::make("acc", Float(32), MemoryType::Register, {1}, const_true(), s);
+}
+
 }  // namespace synthetic
 
 #endif

@@ -114,12 +114,6 @@ TEST(Misuse, NotProducedAtAll) {
     EXPECT_REJECTED(kernel(streaming_loop(use_tile())), "is not produced in the lowered pipeline");
 }
 
-TEST(Misuse, RegisterLevelIsNotSupportedYet) {
-    Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})));
-    std::string msg = error_of(s, 2, alcop::Level::Register);
-    EXPECT_NE(msg.find("Level::register"), std::string::npos) << msg;
-}
-
 // Asking for cp.async where the kernel cannot have it.
 TEST(Misuse, AsyncCopiesWithoutCpAsync) {
     auto gen = GeneratorRegistry::create("gemm", GeneratorContext(Target("host-opencl")));

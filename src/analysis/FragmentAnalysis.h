@@ -1,0 +1,61 @@
+#ifndef ALCOP_FRAGMENT_ANALYSIS_H
+#define ALCOP_FRAGMENT_ANALYSIS_H
+
+/** \file
+ * Finds the loops whose register fragments can be pipelined (Level::Register), and proves
+ * that pipelining them is legal.
+ *
+ * A fragment is a requested Func F (Level::Register, stages > 1) stored in a per-thread
+ * array: an allocation inside the gpu_thread loops of a kernel, of constant size (Halide
+ * hoists it out of F's loops to the thread level). Its loop L is the serial loop innermost
+ * around F's produce node, inside the thread loops; typically the steps ki of a reduction
+ * chunk whose operands F loads from shared memory.
+ *
+ * The rewrite unrolls L completely, so that every slot index is a constant and the slots
+ * stay in registers. For each L it checks, raising a Halide user_error naming the Func:
+ *  - F is computed inside the gpu_thread loops, inside a serial loop;
+ *  - F is produced once per iteration of L (more produce nodes mean L's own loop was
+ *    unrolled by the schedule, which the pass must do itself, after pipelining);
+ *  - L has a constant extent of at least `stages`;
+ *  - F's storage is a per-thread array of constant size allocated outside L;
+ *  - F is written only by its producer, read only inside L and after its producer, and
+ *    its producer reads nothing that L writes (it runs stages - 1 steps early);
+ *  - L holds no barrier (register pipelining is per thread);
+ *  - all fragments of one L have the same stage count (they share one prefetch distance,
+ *    which is what lets the shared-level barrier move to one point; see LowerPipelines.h).
+ * It changes nothing.
+ */
+
+#include "analysis/PipelineAnalysis.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+/** A requested Level::Register Func. */
+struct Fragment {
+    std::string func;
+    const Halide::Internal::Allocate *storage = nullptr;  ///< the per-thread array F stores into
+    int64_t elements = 0;                                ///< of one slot: the array's size
+};
+
+/** A serial loop whose fragments are pipelined. Its body is cut like a streaming loop's:
+ * Producer statements produce one fragment each, the others are Compute. */
+struct FragmentLoop {
+    const Halide::Internal::For *loop = nullptr;
+    int extent = 0;
+    int stages = 1;
+    std::vector<Fragment> fragments;
+    LoopBody body;
+};
+
+/** Analyze `s` for the Level::Register requests among `requests` (keyed by Func name);
+ * others are ignored. Throws Halide::CompileError (user_error) on illegal requests. */
+std::vector<FragmentLoop> analyze_fragments(const Halide::Internal::Stmt &s,
+                                            const std::map<std::string, PipelineRequest> &requests);
+
+}  // namespace alcop
+
+#endif

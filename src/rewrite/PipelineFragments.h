@@ -1,0 +1,56 @@
+#ifndef ALCOP_PIPELINE_FRAGMENTS_H
+#define ALCOP_PIPELINE_FRAGMENTS_H
+
+/** \file
+ * The register level of ALCOP: a fragment loop L (see FragmentAnalysis.h) with T steps and
+ * fragments of R stages (prefetch distance d = R - 1) becomes T unrolled steps, in which
+ * step j first loads the fragments of step j + d into slot (j + d) % R of their registers,
+ * then computes step j from slot j % R. Unrolling makes every slot index a constant, so
+ * the slots stay in registers.
+ *
+ * Alone, L starts over in each iteration of the loop around it: the fragments of steps
+ * 0 .. d-1 are loaded before step 0 (a register prologue).
+ *
+ * Composed with a shared-level pipeline (L is the last consumer of the streaming loop k,
+ * as the ki loop of a GEMM is under ko), the prefetch runs across the end of L: steps
+ * j >= T - d load the first fragments of tile k + 1 from its shared slot, guarded by
+ * k + 1 < end. The streaming loop's wait and barrier (which make tile k + 1 visible) move
+ * to step T - d, just before those loads, where every read of tile k's slot is already
+ * done, so the one barrier still separates the reads of a slot from its next copy. The
+ * register prologue of tile `min` then runs once, after the shared prologue. When T is
+ * not a multiple of R the slots are renamed at the end of each iteration, so that step j
+ * of every tile uses slot j % R.
+ */
+
+#include "analysis/FragmentAnalysis.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace alcop {
+
+/** The shared-level pipelined loop a fragment loop composes with. */
+struct SharedLoopContext {
+    std::string var;  ///< the streaming loop's variable
+    Halide::Expr min, end;
+    /** What makes tile var + 1 visible: the register-staged stores, the wait, the barrier. */
+    Halide::Internal::Stmt publish;
+    /** The lets between the streaming loop's body and the fragment loop, outermost first. */
+    std::vector<std::pair<std::string, Halide::Expr>> lets;
+};
+
+struct FragmentPipeline {
+    Halide::Internal::Stmt steps;     ///< replaces the fragment loop
+    Halide::Internal::Stmt prologue;  ///< composed only: tile min's first fragments, after the shared prologue
+};
+
+/** Pipelines `loop`, whose body statements (loop.body.stmts, in order) are `pieces` after
+ * the shared-level rewrite. With `shared`, composes with that loop. `fault` (tests only)
+ * breaks it on purpose: SlotOffByOne, FragmentBeforeBarrier. */
+FragmentPipeline pipeline_fragments(const FragmentLoop &loop, const std::vector<Halide::Internal::Stmt> &pieces,
+                                    const SharedLoopContext *shared, Fault fault = Fault::None);
+
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,310 @@
+// The register level (Level::Register): every rejected use raises a Halide user error naming
+// the Func and the reason (synthetic IR, one defect each), and the two-level GEMM has the
+// structure PipelineFragments.h promises (steps unrolled, slots constant, the prefetch of the
+// next tile's first fragments after the one barrier of an iteration).
+
+#include "Halide.h"
+
+#include "Directive.h"
+#include "rewrite/LowerPipelines.h"
+#include "SyntheticIR.h"
+
+#include <gtest/gtest.h>
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+using namespace synthetic;
+
+std::string error_of(const Stmt &s, std::map<std::string, alcop::PipelineRequest> requests = {
+                                        {"F", {2, alcop::Level::Register}}}) {
+    try {
+        alcop::inject_pipelines(s, requests);
+    } catch (const CompileError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_REJECTED(stmt, reason)                                                          \
+    do {                                                                                       \
+        std::string msg = error_of(stmt);                                                      \
+        EXPECT_NE(msg.find("alcop::pipeline(F, Level::Register)"), std::string::npos) << msg; \
+        EXPECT_NE(msg.find(reason), std::string::npos) << msg;                                 \
+    } while (0)
+
+Stmt well_formed() {
+    return kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment()))));
+}
+
+TEST(RegisterLevel, TheWellFormedKernelIsUnrolledWithTwoSlots) {
+    EXPECT_EQ(error_of(well_formed()), "");
+    std::ostringstream text;
+    text << alcop::inject_pipelines(well_formed(), {{"F", {2, alcop::Level::Register}}});
+    EXPECT_NE(text.str().find("F_regs[float32 * 8]"), std::string::npos) << text.str();
+    EXPECT_EQ(text.str().find("for (ki"), std::string::npos) << "the step loop was not unrolled";
+    // The compute of the last step reads slot 1 (step 7 % 2), elements 4 and 7.
+    EXPECT_NE(text.str().find("F_regs[4]*F_regs[7]"), std::string::npos) << text.str();
+}
+
+TEST(RegisterLevel, NotInsideTheThreads) {
+    Stmt loop = fragment_registers(step_loop(Block::make(load_fragment(), use_fragment())));
+    Stmt s = For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL,
+                       Allocate::make("S", Float(32), MemoryType::GPUShared, {64}, const_true(), loop));
+    EXPECT_REJECTED(s, "is not computed inside the gpu_threads loops");
+}
+
+TEST(RegisterLevel, NotInsideASerialLoop) {
+    EXPECT_REJECTED(kernel(fragment_registers(Block::make(load_fragment(0), use_fragment()))),
+                    "not computed inside a serial loop");
+}
+
+TEST(RegisterLevel, StepLoopUnrolledByTheSchedule) {
+    Stmt unrolled = Block::make({load_fragment(0), use_fragment(), load_fragment(1), use_fragment()});
+    EXPECT_REJECTED(kernel(fragment_registers(streaming_loop(unrolled))), "Was the loop it is computed at unrolled?");
+}
+
+TEST(RegisterLevel, NonConstantExtent) {
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment()), var(K)))),
+                    "has no constant extent");
+}
+
+TEST(RegisterLevel, MoreStagesThanSteps) {
+    Stmt s = kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment()), 2)));
+    const std::string msg = error_of(s, {{"F", {3, alcop::Level::Register}}});
+    EXPECT_NE(msg.find("3 register stages need at least as many steps"), std::string::npos) << msg;
+}
+
+TEST(RegisterLevel, NotPerThreadMemory) {
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment())),
+                                              MemoryType::GPUShared)),
+                    "is not stored in per-thread memory");
+}
+
+TEST(RegisterLevel, StoredInsideTheStepLoop) {
+    Stmt body = Allocate::make("F_regs", Float(32), MemoryType::Register, {4}, const_true(),
+                               Block::make(load_fragment(), use_fragment()));
+    Stmt s = kernel(Allocate::make("acc", Float(32), MemoryType::Register, {1}, const_true(), step_loop(body)));
+    EXPECT_REJECTED(s, "is stored inside the serial loop ki");
+}
+
+TEST(RegisterLevel, ReadAfterTheLoop) {
+    Stmt s = Block::make(step_loop(Block::make(load_fragment(), use_fragment())), use_fragment());
+    EXPECT_REJECTED(kernel(fragment_registers(s)), "is read after the loop");
+}
+
+TEST(RegisterLevel, BarrierInTheStepLoop) {
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make({load_fragment(), barrier(), use_fragment()})))),
+                    "holds a barrier");
+}
+
+TEST(RegisterLevel, ProducerReadsWhatTheLoopWrites) {
+    Stmt producer = produce("F", store("F_regs", 0, load("acc", 0)));
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(producer, use_fragment())))),
+                    "reads acc, which the serial loop ki writes");
+}
+
+TEST(RegisterLevel, WrittenOutsideItsProducer) {
+    Stmt overwrite = store("F_regs", 1, 0.0f);
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make({load_fragment(), overwrite, use_fragment()})))),
+                    "is written outside its producer");
+}
+
+TEST(RegisterLevel, ReadBeforeItIsProduced) {
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(use_fragment(), load_fragment())))),
+                    "before it is produced there");
+}
+
+TEST(RegisterLevel, FragmentsOfOneLoopNeedOneStageCount) {
+    Stmt body = Block::make({load_fragment(var("ki"), "F"), load_fragment(var("ki"), "G"), use_fragment("F"),
+                             use_fragment("G")});
+    Stmt s = kernel(fragment_registers(step_loop(body), MemoryType::Register, {"F", "G"}));
+    const std::string msg =
+        error_of(s, {{"F", {2, alcop::Level::Register}}, {"G", {3, alcop::Level::Register}}});
+    EXPECT_NE(msg.find("share one prefetch distance"), std::string::npos) << msg;
+}
+
+// The two-level GEMM, read back as the sequence of what one thread does: fragment loads
+// (which fragment, which register slot, whether from the next tile), computes (the register
+// slot they read) and barriers, before and inside the streaming loop.
+struct Event {
+    std::string what;  ///< "load A", "load B", "compute" or "barrier"
+    int slot = -1;
+    bool next_tile = false;
+    bool in_loop = false;
+};
+
+class RecordEvents : public IRVisitor {
+    using IRVisitor::visit;
+    int in_loop = 0;
+    bool guarded_next = false;
+
+    /** The first constant index of a load (or store) of a buffer named prefix... in s. */
+    static int first_constant_index(const Stmt &s, const std::string &prefix, bool stores) {
+        class Find : public IRVisitor {
+            using IRVisitor::visit;
+            void check(const std::string &name, const Expr &index) {
+                const int64_t *i = as_const_int(index);
+                if (found < 0 && name.rfind(prefix, 0) == 0 && i) found = (int)*i;
+            }
+            void visit(const Load *op) override {
+                if (!stores) check(op->name, op->index);
+                IRVisitor::visit(op);
+            }
+            void visit(const Store *op) override {
+                if (stores) check(op->name, op->index);
+                IRVisitor::visit(op);
+            }
+
+        public:
+            const std::string &prefix;
+            bool stores;
+            int found = -1;
+            Find(const std::string &prefix, bool stores)
+                : prefix(prefix), stores(stores) {
+            }
+        } find(prefix, stores);
+        s.accept(&find);
+        return find.found;
+    }
+
+    void visit(const For *op) override {
+        const bool streaming = op->name.find("r$y") != std::string::npos;
+        in_loop += streaming;
+        IRVisitor::visit(op);
+        in_loop -= streaming;
+    }
+    void visit(const IfThenElse *op) override {
+        std::ostringstream c;
+        c << op->condition;
+        const bool old = guarded_next;
+        guarded_next = guarded_next || c.str().find("r$y + 1)") != std::string::npos;
+        IRVisitor::visit(op);
+        guarded_next = old;
+    }
+    void visit(const Evaluate *op) override {
+        if (const Call *c = op->value.as<Call>(); c && c->is_intrinsic(Call::gpu_thread_barrier)) {
+            events.push_back({"barrier", -1, false, in_loop > 0});
+        }
+    }
+    void visit(const ProducerConsumer *op) override {
+        // The fragments are the wrappers A_shared..._in_prod... and B_shared..._in_prod...
+        // (Halide uniquifies names per generator instance), 4 floats each (thread_m =
+        // thread_n = 4), so the slot is index / 4. A compute reads both; A's slot tells.
+        const bool fragment = op->name.find("_in_prod") != std::string::npos;
+        if (fragment && op->is_producer) {
+            events.push_back({std::string("load ") + op->name[0], first_constant_index(op->body, op->name, true) / 4,
+                              guarded_next, in_loop > 0});
+            return;
+        }
+        if (fragment && op->name[0] == 'A') {
+            events.push_back({"compute", first_constant_index(op->body, op->name, false) / 4, false, in_loop > 0});
+            return;
+        }
+        IRVisitor::visit(op);
+    }
+
+public:
+    std::vector<Event> events;
+};
+
+std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none") {
+    Target t("host-opencl");
+    auto gen = GeneratorRegistry::create("gemm", GeneratorContext(t));
+    gen->set_generator_param_values({{"stages", std::to_string(stages)},
+                                     {"register_stages", std::to_string(register_stages)},
+                                     {"fault", fault}});
+    Stmt s;
+    alcop::set_lowering_observer([&](const Stmt &, const Stmt &after, const auto &) { s = after; });
+    gen->build_module("gemm");
+    alcop::set_lowering_observer(nullptr);
+    RecordEvents r;
+    s.accept(&r);
+    return r.events;
+}
+
+/** What is wrong with the events of a two-level GEMM of tile_k = 8 steps and R register
+ * stages; empty when nothing is. */
+std::vector<std::string> two_level_problems(const std::vector<Event> &events, int register_stages) {
+    const int steps = 8, distance = register_stages - 1;
+    std::vector<std::string> problems;
+    auto expect = [&](bool ok, const std::string &what) {
+        if (!ok) problems.push_back(what);
+    };
+    std::vector<Event> prologue, loop;
+    for (const Event &e : events) {
+        if (e.in_loop) {
+            loop.push_back(e);
+        } else if (loop.empty()) {
+            prologue.push_back(e);
+        }
+    }
+    // Before the loop: the register prologue loads steps 0 .. d-1 of the first tile into
+    // slots 0 .. d-1, after the last barrier (which publishes that tile).
+    std::vector<int> prologue_slots, expected;
+    for (const Event &e : prologue) {
+        if (e.what == "load A") prologue_slots.push_back(e.slot);
+        if (e.what == "barrier") prologue_slots.clear();
+    }
+    for (int s = 0; s < distance; s++) expected.push_back(s);
+    expect(prologue_slots == expected, "the register prologue is not slots 0 .. d-1 after the barrier");
+
+    // In the loop: step j loads step j + d into slot (j + d) % R, then computes from slot
+    // j % R; the loads of the next tile come after the loop's one barrier (at step T - d),
+    // and nothing of the current tile is read after it.
+    int computes = 0, barriers = 0;
+    std::vector<int> load_slots, compute_slots;
+    for (const Event &e : loop) {
+        const std::string step = " (step " + std::to_string(computes) + ")";
+        if (e.what == "barrier") {
+            barriers++;
+            expect(computes == steps - distance, "the barrier is not at step T - d" + step);
+        } else if (e.what == "compute") {
+            compute_slots.push_back(e.slot);
+            computes++;
+        } else if (e.what == "load A") {
+            load_slots.push_back(e.slot);
+            expect(e.next_tile == (computes + distance >= steps), "a load from the wrong tile" + step);
+            expect(e.next_tile == (barriers == 1), "a load on the wrong side of the barrier" + step);
+        }
+    }
+    expect(barriers == 1, "not one barrier per iteration");
+    expect(computes == steps && load_slots.size() == (size_t)steps, "not one load and one compute per step");
+    for (int j = 0; j < steps && j < (int)compute_slots.size() && j < (int)load_slots.size(); j++) {
+        expect(compute_slots[j] == j % register_stages, "compute " + std::to_string(j) + " reads the wrong slot");
+        expect(load_slots[j] == (j + distance) % register_stages, "load " + std::to_string(j) + " fills the wrong slot");
+    }
+    return problems;
+}
+
+std::string join(const std::vector<std::string> &v) {
+    std::string s;
+    for (const std::string &x : v) s += x + "; ";
+    return s;
+}
+
+class TwoLevel : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(TwoLevel, PrefetchesFragmentsAcrossTheTileAfterItsBarrier) {
+    const int stages = GetParam().first, register_stages = GetParam().second;
+    EXPECT_EQ(join(two_level_problems(two_level_events(stages, register_stages), register_stages)), "");
+}
+
+// The checker bites: each deliberately broken two-level pipeline has a problem it names.
+TEST(TwoLevelBroken, IsCaught) {
+    for (const std::string fault : {"fragment_before_barrier", "slot_off_by_one", "drop_barrier"}) {
+        EXPECT_NE(join(two_level_problems(two_level_events(3, 2, fault), 2)), "") << fault << " was not caught";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemm, TwoLevel,
+                         ::testing::Values(std::make_pair(2, 2), std::make_pair(3, 2), std::make_pair(4, 2),
+                                           std::make_pair(3, 4), std::make_pair(2, 3)),
+                         [](const ::testing::TestParamInfo<std::pair<int, int>> &info) {
+                             return "shared" + std::to_string(info.param.first) + "_register" +
+                                    std::to_string(info.param.second);
+                         });
+
+}  // namespace
