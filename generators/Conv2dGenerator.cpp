@@ -32,6 +32,8 @@ public:
     GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};      // input channels per chunk
     GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
     GeneratorParam<int> stages{"stages", 1, 1, 16};
+    // Register fragments per channel step, with this many slots (0: none; see MatMulGenerator).
+    GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     GeneratorParam<int> stride{"stride", 1, 1, 8};
     GeneratorParam<int> pad{"pad", 0, 0, 8};
 
@@ -85,7 +87,7 @@ public:
     void schedule() {
         const ContractionTiles tiles{block_m, block_n, thread_m, thread_n, vector_width};
         schedule_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w}, tiles, stages,
-                             stages);
+                             stages, register_stages);
         alcop::enable(get_pipeline(), get_target());
     }
 

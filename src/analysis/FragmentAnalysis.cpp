@@ -99,7 +99,7 @@ class FindFragmentLoops : public IRVisitor {
             << "memory. Level::Register needs store_in(MemoryType::Register) on a Func computed inside "
             << "the GPU thread loops.\n";
         produced_in[f].push_back(loop);
-        this->storage[f] = storage;
+        this->storage[{f, loop}] = storage;
         if (std::find(loop_order.begin(), loop_order.end(), loop) == loop_order.end()) {
             loop_order.push_back(loop);
         }
@@ -114,7 +114,7 @@ public:
     std::vector<const For *> loop_order;
     std::map<std::string, std::vector<const For *>> produced_in;
     std::map<std::string, std::vector<std::vector<const For *>>> consumed_in;
-    std::map<std::string, const Allocate *> storage;
+    std::map<std::pair<std::string, const For *>, const Allocate *> storage;  ///< per Func and loop
 };
 
 /** The buffers one statement of the loop body loads and stores, and the stores made
@@ -150,7 +150,7 @@ public:
 
 FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs,
                           const std::map<std::string, PipelineRequest> &requests,
-                          const std::map<std::string, const Allocate *> &storage) {
+                          const std::map<std::pair<std::string, const For *>, const Allocate *> &storage) {
     FragmentLoop result;
     result.loop = loop;
     const std::string &first = funcs.front();
@@ -170,7 +170,7 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
             << " stages but " << first << ", pipelined in the same loop " << loop->name << ", has "
             << result.stages << ". Fragments of one loop share one prefetch distance; give them the same "
             << "stage count.\n";
-        const Allocate *a = storage.at(f);
+        const Allocate *a = storage.at({f, loop});
         const Expr elements = simplify(a->extents.empty() ? Expr(1) : a->extents[0]);
         const int64_t *n = as_const_int(elements);
         user_assert(a->extents.size() <= 1 && n)
@@ -222,7 +222,7 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
             << describe_loop(loop) << ".\n";
         produced.insert(f);
         for (const std::string &name : c.loaded) {
-            user_assert(!stored_in_loop.count(name) || name == storage.at(f)->name)
+            user_assert(!stored_in_loop.count(name) || name == storage.at({f, loop})->name)
                 << "alcop::pipeline(" << f << ", Level::Register): the producer of " << f << " reads " << name
                 << ", which " << describe_loop(loop) << " writes. Prefetching it would read a value before "
                 << "it is written.\n";
@@ -254,17 +254,26 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
             << "alcop::pipeline(" << f << ", Level::Register): " << f << " is not produced in the lowered "
             << "pipeline (is it inlined, or not part of this Pipeline?). Register pipelining needs " << f
             << " computed inside a serial loop within the GPU threads.\n";
-        const For *loop = it->second.front();
-        user_assert(it->second.size() == 1)
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is produced " << it->second.size()
-            << " times in the body of " << describe_loop(loop) << ". Was the loop it is computed at unrolled? "
-            << "Leave that loop serial: the pass unrolls it itself, after pipelining.\n";
+        // One produce node per loop it is in (specializations give one loop each); more
+        // in one loop mean that a loop inside it was unrolled.
+        for (const For *loop : it->second) {
+            const size_t n = std::count(it->second.begin(), it->second.end(), loop);
+            user_assert(n == 1)
+                << "alcop::pipeline(" << f << ", Level::Register): " << f << " is produced " << n
+                << " times in the body of " << describe_loop(loop) << ". Was the loop it is computed at unrolled? "
+                << "Leave that loop serial: the pass unrolls it itself, after pipelining.\n";
+            auto &funcs = funcs_of_loop[loop];
+            if (std::find(funcs.begin(), funcs.end(), f) == funcs.end()) funcs.push_back(f);
+        }
         for (const auto &loops : finder.consumed_in[f]) {
-            user_assert(std::find(loops.begin(), loops.end(), loop) != loops.end())
+            bool inside = false;
+            for (const For *l : it->second) {
+                inside = inside || std::find(loops.begin(), loops.end(), l) != loops.end();
+            }
+            user_assert(inside)
                 << "alcop::pipeline(" << f << ", Level::Register): " << f << " is read after the loop that "
                 << "produces it; its slots rotate, so only that loop may read it.\n";
         }
-        funcs_of_loop[loop].push_back(f);
     }
     for (const For *loop : finder.loop_order) {
         auto l = funcs_of_loop.find(loop);

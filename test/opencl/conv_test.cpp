@@ -6,6 +6,7 @@
 #include "conv_s1.h"
 #include "conv_s3.h"
 #include "conv_s4_stride2.h"
+#include "conv_s3_r2.h"
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,11 @@ TEST(Conv2d, ThreeStagesMatchReference) {
 
 TEST(Conv2d, StrideTwoFourStagesMatchReference) {
     for (const ConvShape &s : conv_shapes) EXPECT_EQ(conv_mismatches(conv_s4_stride2, s, 2, 0), 0);
+}
+
+TEST(Conv2d, BothLevelsMatchReference) {
+    // 3 shared stages, fragments double-buffered across the channel steps of each chunk.
+    for (const ConvShape &s : conv_shapes) EXPECT_EQ(conv_mismatches(conv_s3_r2, s, 1, 1), 0);
 }
 
 }  // namespace

@@ -83,6 +83,13 @@ TEST(RegisterLevel, NotPerThreadMemory) {
                     "is not stored in per-thread memory");
 }
 
+TEST(RegisterLevel, RegistersOfNoConstantSize) {
+    Stmt loop = step_loop(Block::make(load_fragment(), use_fragment()));
+    Stmt s = Allocate::make("acc", Float(32), MemoryType::Register, {1}, const_true(),
+                            Allocate::make("F_regs", Float(32), MemoryType::Register, {var("n")}, const_true(), loop));
+    EXPECT_REJECTED(kernel(s), "have no constant size");
+}
+
 TEST(RegisterLevel, StoredInsideTheStepLoop) {
     Stmt body = Allocate::make("F_regs", Float(32), MemoryType::Register, {4}, const_true(),
                                Block::make(load_fragment(), use_fragment()));
