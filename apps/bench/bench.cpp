@@ -26,6 +26,7 @@
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
 #include "gemm_cuda_auto.h"
+#include "gemm_cuda_deep.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
 #define VARIANT(op, s) op##_cuda_##s
@@ -168,17 +169,27 @@ int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng) {
 // Operands' buffers through pointers: a copy of a Buffer keeps dirty bits of its own.
 struct Variant {
     std::string name;
-    int stages = 0;                          // for the model's prediction; 0: none
+    int stages = 0;                          // shared stages; 0: not one of our hand schedules
+    alcop::model::Schedule schedule;         // its tiles, for the model's prediction
     std::function<int()> run;                // one run, asynchronous
     std::function<void()> sync;              // waits for it
     std::function<void()> poison;            // NaN into the output, so that unwritten outputs count
     std::function<const float *()> result;   // the output, on the host
 };
 
-Variant halide_variant(const char *name, int stages, Fn fn, Buffer<float> *a, Buffer<float> *b, Buffer<float> *out) {
+// The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
+alcop::model::Schedule default_tiles(int stages) {
+    alcop::model::Schedule s;
+    s.bm = 64, s.bn = 64, s.kt = 8, s.tm = 4, s.tn = 4, s.smem_stages = stages, s.reg_stages = 1;
+    return s;
+}
+
+Variant halide_variant(const char *name, int stages, Fn fn, Buffer<float> *a, Buffer<float> *b, Buffer<float> *out,
+                       alcop::model::Schedule schedule = alcop::model::Schedule()) {
     Variant v;
     v.name = name;
     v.stages = stages;
+    v.schedule = schedule.bm ? schedule : default_tiles(stages);
     v.run = [=]() { return fn(*a, *b, *out); };
     v.sync = [=]() { out->device_sync(); };
     v.poison = [=]() {
@@ -207,13 +218,15 @@ double median_ms(const Variant &v, int runs) {
     return ms[ms.size() / 2];
 }
 
-// The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8.
-double predicted_us(const Problem &p, int stages) {
+double predicted_us(const Problem &p, const alcop::model::Schedule &s) {
     using namespace alcop::model;
     alcop::model::Problem mp = make_bmm(p.batch > 1 && !p.conv_kh ? p.batch : 1, p.m, p.n, p.k);
-    Schedule s;
-    s.bm = 64, s.bn = 64, s.kt = 8, s.tm = 4, s.tn = 4, s.smem_stages = stages, s.reg_stages = 1;
-    Prediction pr = predict(mp, s, default_gpu());
+    ModelOptions options;
+#ifdef ALCOP_BENCH_CUDA
+    // This build links apps/common/SharedMemoryOptIn.cpp.
+    options.smem_limit = SmemLimit::OptIn;
+#endif
+    Prediction pr = predict(mp, s, default_gpu(), options);
     return pr.feasible ? pr.total_us : NAN;
 }
 
@@ -468,12 +481,14 @@ int main(int argc, char **argv) {
             plain = VARIANT(gemm, s1), pipelined = VARIANT(gemm, s3), autoscheduled = VARIANT(gemm, auto);
         }
         std::vector<Variant> variants;
+        bool has_anchor = false;  // variants[0] is the library's
 #ifdef ALCOP_BENCH_CUDA
         std::unique_ptr<Anchor> anchor;
         if (p.conv_kh ? vendor.cudnn : vendor.cublas) {
             anchor = std::make_unique<Anchor>(vendor, p, o);
             if (anchor->ok) {
                 variants.push_back(anchor->variant());
+                has_anchor = true;
             } else {
                 printf("%-32s %-10s could not set up its operands or descriptors\n", p.name.c_str(), anchor->name);
             }
@@ -483,7 +498,15 @@ int main(int argc, char **argv) {
         variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
         variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                           p.conv_kh ? &o.out_4d : &o.out));
-        const bool has_anchor = variants.size() == 4;
+#ifdef ALCOP_BENCH_CUDA
+        if (!p.conv_kh && p.batch == 1) {
+            // Both levels with 128 x 128 tiles: 4 shared stages of 16 KB, more than Halide's
+            // 48 KB default, so this build raises the kernel's limit (SharedMemoryOptIn.h).
+            alcop::model::Schedule deep;
+            deep.bm = 128, deep.bn = 128, deep.kt = 16, deep.tm = 8, deep.tn = 8, deep.smem_stages = 4, deep.reg_stages = 2;
+            variants.push_back(halide_variant("ALCOP deep", 4, gemm_cuda_deep, &o.a, &o.b, &o.out, deep));
+        }
+#endif
         const double flops = 2.0 * p.m * p.n * p.k * (p.conv_kh ? 1 : p.batch);
         double anchor_ms = NAN, base_ms = NAN;
         for (const Variant &v : variants) {
@@ -502,7 +525,7 @@ int main(int argc, char **argv) {
             char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
             if (!is_anchor) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
-            if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.stages));
+            if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.schedule));
             printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %7s\n", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
                    speedup, vs_lib, model, wrong ? "WRONG" : "ok");
             all_correct = all_correct && !wrong;
