@@ -179,9 +179,12 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
         result.fragments.push_back({f, a, *n});
         func_of_buffer[a->name] = f;
     }
-    user_assert(result.stages <= result.extent)
-        << "alcop::pipeline(" << first << ", Level::Register): " << result.stages << " register stages need at "
-        << "least as many steps of " << describe_loop(loop) << ", which has " << result.extent << ".\n";
+    // The prefetch runs at most one whole loop ahead (into the next iteration of the loop
+    // around, when composed): d = stages - 1 <= extent.
+    user_assert(result.stages - 1 <= result.extent)
+        << "alcop::pipeline(" << first << ", Level::Register): " << result.stages << " register stages prefetch "
+        << result.stages - 1 << " steps ahead, more than the " << result.extent << " steps of " << describe_loop(loop)
+        << ". Use at most " << result.extent + 1 << " stages.\n";
 
     const std::set<std::string> fragment_funcs(funcs.begin(), funcs.end());
     cut_loop_body(loop->body, fragment_funcs, result.body.stmts);

@@ -16,7 +16,7 @@
  *  - F is computed inside the gpu_thread loops, inside a serial loop;
  *  - F is produced once per iteration of L (more produce nodes mean L's own loop was
  *    unrolled by the schedule, which the pass must do itself, after pipelining);
- *  - L has a constant extent of at least `stages`;
+ *  - L has a constant extent of at least `stages - 1` (the prefetch distance);
  *  - F's storage is a per-thread array of constant size allocated outside L;
  *  - F is written only by its producer, read only inside L and after its producer, and
  *    its producer reads nothing that L writes (it runs stages - 1 steps early);

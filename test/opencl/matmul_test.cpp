@@ -25,6 +25,7 @@
 #include "gemm_s4_r1.h"
 #include "gemm_s4_r2.h"
 #include "gemm_s3_r3.h"
+#include "gemm_s2_r5_k4.h"
 #include "bmm_s2_r2.h"
 #include "gemm_s1_r2_slot_off_by_one.h"
 #include "gemm_s2_r2_fragment_before_barrier.h"
@@ -91,7 +92,7 @@ const Variant variants[] = {
     {"gemm_s2_r1", gemm_s2_r1, false}, {"gemm_s2_r2", gemm_s2_r2, false},
     {"gemm_s3_r1", gemm_s3_r1, false}, {"gemm_s3_r2", gemm_s3_r2, false},
     {"gemm_s4_r1", gemm_s4_r1, false}, {"gemm_s4_r2", gemm_s4_r2, false},
-    {"gemm_s3_r3", gemm_s3_r3, false}, {"bmm_s2_r2", bmm_s2_r2, true},
+    {"gemm_s3_r3", gemm_s3_r3, false}, {"gemm_s2_r5_k4", gemm_s2_r5_k4, false}, {"bmm_s2_r2", bmm_s2_r2, true},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.
