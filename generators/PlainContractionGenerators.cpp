@@ -7,7 +7,8 @@
 //   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
 //              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
 //
-// Every size is a runtime size; the estimates are what the autoscheduler tunes for. as_gemm,
+// Every size is a runtime size (but K with as_gemm constant_k=true); the estimates are what
+// the autoscheduler tunes for. as_gemm,
 // as_bmm and as_conv2d take them as generator params (defaults: the autoscheduler tests' sizes),
 // so that the benchmarks' "ALCOP auto" variants are tuned for the benchmarks' shapes. Built with
 // `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` (alcop_library ... AUTOSCHEDULE in
@@ -22,13 +23,18 @@ using namespace Halide;
 class Gemm : public Generator<Gemm> {
 public:
     GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
+    // K fixed at compile time (A is then M x K exactly): the autoscheduler's one-branch case.
+    GeneratorParam<bool> constant_k{"constant_k", false};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
     Output<Buffer<float>> out{"out", 2};
 
     void generate() {
-        RDom r(0, A.dim(0).extent(), "r");
+        if (constant_k) {
+            A.dim(0).set_extent(K);
+        }
+        RDom r(0, constant_k ? Expr((int)K) : A.dim(0).extent(), "r");
         Func prod("prod");
         prod(x, y) = 0.0f;
         prod(x, y) += A(r, y) * B(x, r);

@@ -227,8 +227,18 @@ struct Mapping {
 
 /** The candidate as tiles of `c`, or nothing if our schedule cannot express it. */
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
-    // Register-level pipelining (R = 2) is not implemented by the lowering yet.
-    if (s.reg_stages != 1) return std::nullopt;
+    // Register fragments (R >= 2) are computed at the step loop ki, which only the chunked
+    // schedule has, and Halide wants a compute_at location in every specialization: so only
+    // where the chunked schedule is the only one, a constant K that the k tile divides (a
+    // one-step chunk split off a symbolic K leaves the tile's place in terms Halide does not
+    // simplify). And a thread's fragment must be a constant number of elements: with one M
+    // dimension (GEMM, batched GEMM) TM (or TN) values; with two (an implicit-GEMM conv's
+    // pixel tile) its bounds go through the fused thread variable.
+    if (s.reg_stages > 1) {
+        const Expr k_extent = c.rvars[0].extent;
+        const int64_t *k = as_const_int(k_extent);
+        if (c.m_dims().size() != 1 || !k || *k % s.kt != 0) return std::nullopt;
+    }
     Mapping m;
     m.s = s;
     const std::vector<int> md = c.m_dims();
@@ -361,6 +371,11 @@ Dim chunk_loop(const Contraction &c) {
     return {ScheduleText::sanitize(c.rvars[0].name) + "_o", true};
 }
 
+/** The name of the loop over the k steps of a chunk. */
+Dim step_loop(const Contraction &c) {
+    return {ScheduleText::sanitize(c.rvars[0].name) + "_i", true};
+}
+
 /** Schedules the update: the reduction loops, then threads and register tiles. Chunks of kt
  * (kt > 1, where the extent is known to divide): the first RDom variable split by kt, its
  * chunks fused with the RDom's other variables into one serial loop, so that the pipeline runs
@@ -370,8 +385,11 @@ Dim chunk_loop(const Contraction &c) {
 void schedule_update(StageWriter &s, const Contraction &c, const Mapping &m, int kt) {
     const std::string r0 = ScheduleText::sanitize(c.rvars[0].name);
     const Dim chunk = chunk_loop(c);
+    // With register fragments (R >= 2) the step loop ki stays serial, for the pass to unroll
+    // after pipelining.
+    const bool fragments = m.s.reg_stages > 1;
     std::vector<Dim> outer_rvars;
-    Dim ki{r0 + "_i", true};
+    const Dim ki = step_loop(c);
     if (kt > 1) {
         const bool fused = c.rvars.size() > 1;
         Dim k = fused ? Dim{r0 + "_c", true} : chunk;
@@ -394,7 +412,7 @@ void schedule_update(StageWriter &s, const Contraction &c, const Mapping &m, int
     order.insert(order.end(), outer_rvars.begin(), outer_rvars.end());
     s.reorder(order).gpu_threads(b.n_t, b.m_t);
     for (const Dim &d : b.reg) s.unroll(d);
-    if (kt > 1) s.unroll(ki);
+    if (kt > 1 && !fragments) s.unroll(ki);
     s.done();
 }
 
@@ -681,6 +699,23 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
         }
         alcop::pipeline(w, s.smem_stages);
         text.body << "alcop::pipeline(" << w_id << ", " << s.smem_stages << ");\n";
+
+        if (s.reg_stages > 1) {
+            // Each thread's fragment of the operand at one k step, in registers, R slots.
+            Func frag = w.in(f);
+            const std::string frag_id = text.func(frag.name(), w_id + ".in(" + f_id + ")");
+            const Dim ki = step_loop(c);
+            frag.compute_at(f, RVar(ki.name)).store_in(MemoryType::Register);
+            text.body << frag_id << ".compute_at(" << f_id << ", " << text.var(ki)
+                      << ").store_in(MemoryType::Register)";
+            for (const Var &v : frag.args()) {
+                frag.unroll(v);
+                text.body << "\n    .unroll(" << text.var({v.name()}) << ")";
+            }
+            text.body << ";\n";
+            alcop::pipeline(frag, s.reg_stages, Level::Register);
+            text.body << "alcop::pipeline(" << frag_id << ", " << s.reg_stages << ", alcop::Level::Register);\n";
+        }
     }
     alcop::enable(p, target);
     text.body << "alcop::enable(pipeline, target);\n";
@@ -809,7 +844,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     summary << "Alcop autoscheduler: " << c->describe() << "\n"
             << "  model: " << r.gpu->name << ", " << model::to_string(options.search.model.smem_limit)
             << " shared-memory limit; " << r.search.enumerated << " candidates ranked (" << r.search.feasible
-            << " feasible, " << r.applicable << " tile the estimates exactly with R=1) in "
+            << " feasible, " << r.applicable << " expressible and tiling the estimates exactly) in "
             << r.search.seconds * 1e3 << " ms\n"
             << "  chosen: " << m.s.to_string() << " (M tile " << m.bx << "x" << m.by << "), predicted "
             << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")";
@@ -817,7 +852,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
         const model::Schedule &top = r.search.ranked[0].schedule;
         std::optional<Mapping> tm = map_candidate(*c, top);
         summary << "; best-ranked " << top.to_string() << " predicts " << r.search.ranked[0].total_us << " us but "
-                << (top.reg_stages > 1 ? "needs register-level pipelining, not implemented yet" :
+                << (top.reg_stages > 1 && tm == std::nullopt
+                        ? "its register stages need a constant K that the k tile divides and one M dimension" :
                     !tm                ? "its M tile cannot be laid out over the M dimensions" :
                     !tm->k_divisible   ? "its k tile does not divide the estimated K" :
                                          "its block tile does not divide the estimated output");

@@ -8,8 +8,8 @@
  * libautoschedule_alcop.so registers it with Halide under the name "Alcop".
  *
  * What it applies, for a recognized contraction `out = f = sum(a * b)` and the best-ranked
- * candidate (BM, BN, KT, TM, TN, S, R = 1) whose k tile divides the estimated K and whose block
- * tile divides the estimated output (relaxed in that order when none does):
+ * candidate (BM, BN, KT, TM, TN, S, R) it can express, whose k tile divides the estimated K and
+ * whose block tile divides the estimated output (relaxed in that order when none does):
  *  - out: BN x BM tiles on GPU blocks (BM = bx * by over the first two M dimensions, further
  *    dimensions one block each), TN x TM register tiles on threads, guarded tails: any size.
  *    An output that accumulates itself is first split by out.update(0).rfactor({}) into
@@ -17,7 +17,12 @@
  *  - f: computed per block in registers (store_in(MemoryType::Register), bound_extent to the
  *    block tile), its pure and update stages on the same threads;
  *  - a and b: staged per chunk in GPU shared memory through Func::in() wrappers copied by all
- *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target).
+ *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target);
+ *  - with R >= 2: each thread's fragments of a and b, wrappers of those wrappers, computed at
+ *    the serial step loop of a chunk in registers, alcop::pipeline(fragment, R,
+ *    Level::Register). Only where K is a constant that KT divides (the step loop then exists
+ *    in the one branch there is; Halide wants a compute_at location in every branch) and
+ *    for one M dimension (GEMM, batched GEMM); elsewhere the best candidate with R = 1.
  *
  * Pipelining needs each chunk's tile to have one constant size and place; Halide 14 guards the
  * tail of a reduction split it cannot prove exact, which moves the last tile. So the update of

@@ -233,6 +233,19 @@ TEST(Autoscheduler, ConstantKIsChunkedWithoutASpecialization) {
     EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_constant_k", Target("host-opencl")));
 }
 
+TEST(Autoscheduler, ConstantKGetsRegisterStagesOnCuda) {
+    Built b = gemm(1024, 1024, 1024, 1024);
+    const Target t("host-cuda-cuda_capability_80");
+    Scheduled s = autoschedule(b, "Alcop", t);
+    EXPECT_NE(s.source.find("alcop::Level::Register"), std::string::npos) << s.source;
+    const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "gemm_register_stages", t));
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << "fragment slots left registers";
+    bool ok = false;
+    const std::string log = ptxas(ptx, "register_stages", &ok);
+    EXPECT_TRUE(ok) << log;
+}
+
 TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
     Built b = gemm(256, 256, 1023);
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));

@@ -13,9 +13,13 @@
 #include "as_conv2d.h"
 #include "as_gemm.h"
 #include "as_gemm_into_output.h"
+#include "as_gemm_k256.h"
 #include "as_gemm_relu.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
 
 #include <cmath>
 #include <cstdlib>
@@ -80,6 +84,18 @@ INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemm,
                                            MatShape{1, 1, 1, 1},        // one element
                                            MatShape{1, 130, 3, 97}),    // thin N, prime K
                          [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
+
+// K fixed at 256: the plugin's one-branch schedule, in which it applies the model's register
+// stages as well (the schedule it wrote says so).
+TEST(AutoscheduledGemmConstantK, AppliesRegisterStagesAndMatchesReference) {
+    std::ifstream in(AS_GEMM_K256_SCHEDULE);
+    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(source.empty()) << AS_GEMM_K256_SCHEDULE;
+    EXPECT_NE(source.find("alcop::Level::Register"), std::string::npos) << source;
+    for (const MatShape &s : {MatShape{1, 128, 128, 256}, MatShape{1, 100, 70, 256}, MatShape{1, 1, 3, 256}}) {
+        EXPECT_EQ(gemm_mismatches(s, false, as_gemm_k256), 0) << describe(s);
+    }
+}
 
 class AutoscheduledGemmIntoOutput : public ::testing::TestWithParam<MatShape> {};
 
