@@ -109,15 +109,26 @@ int main(int argc, char **argv) {
     if (print_stmt) {
         std::cout << "=== before the ALCOP pass ===\n" << before << "\n=== after ===\n" << after << "\n";
     }
-    std::set<std::string> funcs;
+    std::set<std::string> shared, fragments;
     std::cout << "=== " << generator << " for " << target.to_string() << " ===\nrequests:";
     for (const auto &r : requests) {
         const std::string base = r.first.substr(0, r.first.find('$'));
-        funcs.insert(base);
+        (r.second.level == alcop::Level::Shared ? shared : fragments).insert(base);
         std::cout << " " << base << "(stages " << r.second.stages << ", " << alcop::to_string(r.second.level) << ")";
     }
-    std::cout << "\nbefore: " << alcop::describe(alcop::summarize_pipeline(before, funcs))
-              << "after:  " << alcop::describe(alcop::summarize_pipeline(after, funcs));
+    std::cout << "\nbefore: " << alcop::describe(alcop::summarize_pipeline(before, shared))
+              << "after:  " << alcop::describe(alcop::summarize_pipeline(after, shared));
+    if (!fragments.empty()) {
+        // The register level: the step loop is unrolled, so its fragment loads are counted
+        // per iteration of the streaming loop.
+        alcop::PipelineSummary f = alcop::summarize_pipeline(after, fragments);
+        std::cout << "register level (fragments, step loop unrolled by the pass):\n";
+        for (const auto &c : f.loop_copies) {
+            std::cout << "  " << c.first << ": " << f.prologue_copies[c.first] << " fragment load(s) before "
+                      << f.loop << ", " << c.second << " per iteration (" << f.guarded_loop[c.first]
+                      << " of the next chunk, guarded)\n";
+        }
+    }
     if (!ptx_dir.empty()) {
         write_ptx(module, generator, ptx_dir);
     }

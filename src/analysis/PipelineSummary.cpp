@@ -22,6 +22,17 @@ void flatten(const Stmt &s, std::vector<Stmt> &out) {
     }
 }
 
+/** Barriers that run once whenever s does: not under a loop or an if (lets, allocations and
+ * produce/consume markers do not count; a register-level pipeline nests the loop's barrier
+ * in them). */
+int unconditional_barriers(const Stmt &s) {
+    if (const Block *b = s.as<Block>()) return unconditional_barriers(b->first) + unconditional_barriers(b->rest);
+    if (const LetStmt *l = s.as<LetStmt>()) return unconditional_barriers(l->body);
+    if (const ProducerConsumer *pc = s.as<ProducerConsumer>()) return unconditional_barriers(pc->body);
+    if (const Allocate *a = s.as<Allocate>()) return unconditional_barriers(a->body);
+    return is_barrier(s) ? 1 : 0;
+}
+
 std::string base(const std::string &name) {
     return name.substr(0, name.find('$'));
 }
@@ -91,9 +102,7 @@ class Measure : public IRVisitor {
             }
             if (!serial.empty() && serial.back()->name == shape.loop && !counted_barriers) {
                 counted_barriers = true;
-                std::vector<Stmt> body;
-                flatten(serial.back()->body, body);
-                for (const Stmt &s : body) shape.loop_barriers += is_barrier(s);
+                shape.loop_barriers = unconditional_barriers(serial.back()->body);
             }
             const bool in_loop = !serial.empty() && serial.back()->name == shape.loop;
             bool on_loop_var = false, on_prologue_step = false;

@@ -27,7 +27,7 @@ struct PipelineSummary {
     std::map<std::string, int> guarded_prologue; ///< ... under `if (p < extent)`
     std::map<std::string, int> loop_copies;      ///< produce nodes in the loop
     std::map<std::string, int> guarded_loop;     ///< ... under an if on the loop variable
-    int loop_barriers = 0;                       ///< top-level barriers of the loop body
+    int loop_barriers = 0;                       ///< barriers run once per iteration
     bool barrier_after_loop = false;
     std::vector<std::string> consumer_indices;   ///< shared indices read in the loop, as text
     /** Stores into shared memory by copy kind, counted where they stand in the IR. */
