@@ -6,12 +6,36 @@
 
 #include "Halide.h"
 
+#include "rewrite/LowerPipelines.h"
+
+#include <map>
+#include <string>
+
 namespace synthetic {
 
 using namespace Halide;
 using namespace Halide::Internal;
 
 inline const std::string K = "K";
+
+// The user error the pass raises for s and these requests, or "" when it accepts them.
+inline std::string rejection(const Halide::Internal::Stmt &s,
+                             const std::map<std::string, alcop::PipelineRequest> &requests) {
+    try {
+        alcop::inject_pipelines(s, requests);
+    } catch (const Halide::CompileError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+// The message names the Func (`who`) and says `reason`.
+#define EXPECT_REJECTION(message, who, reason)                     \
+    do {                                                           \
+        const std::string msg = (message);                         \
+        EXPECT_NE(msg.find(who), std::string::npos) << msg;        \
+        EXPECT_NE(msg.find(reason), std::string::npos) << msg;     \
+    } while (0)
 
 inline Expr var(const std::string &name) {
     return Variable::make(Int(32), name);
