@@ -48,7 +48,8 @@ public:
                                            {{"auto", alcop::CopyKind::Auto},
                                             {"synchronous", alcop::CopyKind::Synchronous},
                                             {"staged", alcop::CopyKind::RegisterStaged},
-                                            {"async", alcop::CopyKind::Async}}};
+                                            {"async", alcop::CopyKind::Async},
+                                            {"emulated_async", alcop::CopyKind::EmulatedAsync}}};
     // Test-only: a deliberately broken pipeline, to prove that the numerical tests bite.
     GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
                                        {{"none", alcop::Fault::None},

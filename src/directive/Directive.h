@@ -60,7 +60,12 @@ enum class CopyKind {
     Auto,            ///< Async where the target has cp.async (CUDA sm_80+), else RegisterStaged
     Synchronous,     ///< plain loads and stores at the prefetch point
     RegisterStaged,  ///< loads into registers before the compute, stores into the slot after it
-    Async            ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+    Async,           ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+    /** Test-only, any GPU target: cp.async's commit/wait semantics emulated in plain code.
+     * Each copy is held in per-thread registers and written into its slot only by the wait
+     * that retires its group, the latest moment cp.async allows, so that a missing or short
+     * wait gives wrong numbers (see copy/CopyLowering.h). */
+    EmulatedAsync
 };
 
 /** Options of the lowering pass. */
