@@ -55,7 +55,9 @@ public:
                                        {{"none", alcop::Fault::None},
                                         {"drop_barrier", alcop::Fault::DropBarrier},
                                         {"slot_off_by_one", alcop::Fault::SlotOffByOne},
-                                        {"wait_one_group_short", alcop::Fault::WaitOneGroupShort}}};
+                                        {"wait_one_group_short", alcop::Fault::WaitOneGroupShort},
+                                        {"drop_wait", alcop::Fault::DropWait},
+                                        {"missing_war_barrier", alcop::Fault::MissingWarBarrier}}};
 
     Input<Buffer<float>> A{"A", Batched ? 3 : 2};
     Input<Buffer<float>> B{"B", Batched ? 3 : 2};

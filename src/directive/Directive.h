@@ -52,7 +52,14 @@ enum class Fault {
     None,
     DropBarrier,        ///< omit the per-iteration barrier of the steady state
     SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages
-    WaitOneGroupShort,  ///< the steady-state wait lets one group too many stay in flight
+    WaitOneGroupShort,  ///< every wait (prologue and loop) lets one group too many stay in flight
+    DropWait,           ///< omit the per-iteration wait of the steady state (its barrier stays)
+    /** Iteration k issues the copies of iteration k + 1 (tile k + stages, into slot
+     * k % stages) right after its own consumers, before the wait and barrier that end it; the
+     * prologue issues those of the first iteration. Every tile is still in place and visible
+     * before it is read (read-after-write holds), but nothing separates the reads of slot
+     * k % stages in iteration k from the copy into it: the write-after-read barrier is missing. */
+    MissingWarBarrier,
 };
 
 /** How the copies of a pipelined Func are made. */
