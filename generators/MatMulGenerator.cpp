@@ -51,13 +51,16 @@ public:
                                            {{"auto", alcop::CopyKind::Auto},
                                             {"synchronous", alcop::CopyKind::Synchronous},
                                             {"staged", alcop::CopyKind::RegisterStaged},
-                                            {"async", alcop::CopyKind::Async}}};
+                                            {"async", alcop::CopyKind::Async},
+                                            {"emulated_async", alcop::CopyKind::EmulatedAsync}}};
     // Test-only: a deliberately broken pipeline, to prove that the numerical tests bite.
     GeneratorParam<alcop::Fault> fault{"fault", alcop::Fault::None,
                                        {{"none", alcop::Fault::None},
                                         {"drop_barrier", alcop::Fault::DropBarrier},
                                         {"slot_off_by_one", alcop::Fault::SlotOffByOne},
                                         {"wait_one_group_short", alcop::Fault::WaitOneGroupShort},
+                                        {"drop_wait", alcop::Fault::DropWait},
+                                        {"missing_war_barrier", alcop::Fault::MissingWarBarrier},
                                         {"fragment_before_barrier", alcop::Fault::FragmentBeforeBarrier}}};
 
     Input<Buffer<float>> A{"A", Batched ? 3 : 2};

@@ -52,7 +52,14 @@ enum class Fault {
     None,
     DropBarrier,        ///< omit the per-iteration barrier of the steady state
     SlotOffByOne,       ///< consumers read slot (k + 1) % stages instead of k % stages (both levels)
-    WaitOneGroupShort,  ///< the steady-state wait lets one group too many stay in flight
+    WaitOneGroupShort,  ///< every wait (prologue and loop) lets one group too many stay in flight
+    DropWait,           ///< omit the per-iteration wait of the steady state (its barrier stays)
+    /** Iteration k issues the copies of iteration k + 1 (tile k + stages, into slot
+     * k % stages) right after its own consumers, before the wait and barrier that end it; the
+     * prologue issues those of the first iteration. Every tile is still in place and visible
+     * before it is read (read-after-write holds), but nothing separates the reads of slot
+     * k % stages in iteration k from the copy into it: the write-after-read barrier is missing. */
+    MissingWarBarrier,
     FragmentBeforeBarrier,  ///< two levels: the next tile's first fragments are loaded before
                             ///< the wait and barrier that publish that tile
 };
@@ -62,7 +69,12 @@ enum class CopyKind {
     Auto,            ///< Async where the target has cp.async (CUDA sm_80+), else RegisterStaged
     Synchronous,     ///< plain loads and stores at the prefetch point
     RegisterStaged,  ///< loads into registers before the compute, stores into the slot after it
-    Async            ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+    Async,           ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+    /** Test-only, any GPU target: cp.async's commit/wait semantics emulated in plain code.
+     * Each copy is held in per-thread registers and written into its slot only by the wait
+     * that retires its group, the latest moment cp.async allows, so that a missing or short
+     * wait gives wrong numbers (see copy/CopyLowering.h). */
+    EmulatedAsync
 };
 
 /** Options of the lowering pass. */

@@ -169,17 +169,21 @@ class InjectPipelines : public IRMutator {
         // Issues the copies of one step (a prologue step p, or the prefetch of iteration k)
         // of every buffer that fetches that far ahead, then closes the step's group.
         std::vector<IssuedCopy::Registers> registers;
+        // Fault::MissingWarBarrier: iteration k issues the copies of iteration k + 1 after its
+        // consumers, and the prologue those of the first iteration.
+        const bool war_fault = options.fault == Fault::MissingWarBarrier;
         auto copy_step = [&](bool in_prologue, int p, std::vector<Stmt> &before, std::vector<Stmt> &after) {
+            const bool late = !in_prologue && war_fault;
             for (const BufferPlan &b : plan.buffers) {
                 if (in_prologue && p >= b.prefetch_distance) continue;
-                const Expr tile = simplify(in_prologue ? op->min + p : k + b.prefetch_distance);
+                const Expr tile = simplify(in_prologue ? op->min + p : k + b.prefetch_distance + (late ? 1 : 0));
                 IssuedCopy c = copies->issue(substitute(op->name, tile, producer.at(b.func)), simplify(tile < end),
                                              !in_prologue);
-                before.push_back(c.before_compute);
+                (late ? after : before).push_back(c.before_compute);
                 after.push_back(c.after_compute);
                 registers.insert(registers.end(), c.registers.begin(), c.registers.end());
             }
-            before.push_back(copies->commit());
+            (late ? after : before).push_back(copies->commit());
         };
 
         // The wait and barrier that make the next tile visible close the prologue and every
@@ -187,7 +191,9 @@ class InjectPipelines : public IRMutator {
         const bool short_wait = options.fault == Fault::WaitOneGroupShort;
         const int in_flight = min_distance - 1 + (short_wait ? 1 : 0);
         auto publish_next_tile = [&](std::vector<Stmt> &stmts, bool in_loop) {
-            stmts.push_back(copies->wait(in_flight));
+            if (!in_loop || options.fault != Fault::DropWait) {
+                stmts.push_back(copies->wait(in_flight));
+            }
             if (!in_loop || options.fault != Fault::DropBarrier) {
                 stmts.push_back(make_barrier());
             }
@@ -200,6 +206,11 @@ class InjectPipelines : public IRMutator {
             prologue.insert(prologue.end(), after.begin(), after.end());
         }
         publish_next_tile(prologue, false);
+        if (war_fault) {
+            std::vector<Stmt> first;
+            copy_step(false, 0, first, first);
+            prologue.push_back(substitute(op->name, simplify(op->min - 1), sequence(first)));
+        }
 
         std::vector<Stmt> steady, publish;
         copy_step(false, 0, steady, publish);
@@ -245,7 +256,7 @@ class InjectPipelines : public IRMutator {
         }
 
         Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
-        Stmt result = sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()});
+        Stmt result = copies->finish(sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()}));
         for (const IssuedCopy::Registers &r : registers) {
             // Device code generators expect every allocation to be freed explicitly.
             result = Allocate::make(r.name, r.type, MemoryType::Register, {r.elements}, const_true(),

@@ -3,6 +3,7 @@
 #include "Halide.h"
 
 #include "SyntheticIR.h"
+#include "copy/CopyLowering.h"
 #include "rewrite/LowerPipelines.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +32,63 @@ TEST(Rewrite, TwoPipelinedLoopsInOneKernel) {
     EXPECT_NE(ir.find("(ko2 % 2)"), std::string::npos) << ir;
     EXPECT_NE(ir.find("if (ko1 < (K + -2))"), std::string::npos) << ir;  // each loop's own tail guard
     EXPECT_NE(ir.find("if (ko2 < (K + -1))"), std::string::npos) << ir;
+}
+
+// The async-visibility emulation: the copies only fill registers; shared memory is written by
+// the code of the waits, from those registers, with one ring entry per commit point (two
+// prologue steps and the loop's step at 3 stages). No marker is left for codegen.
+TEST(Rewrite, EmulatedAsyncWritesSlotsOnlyAtWaits) {
+    Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(), barrier()})));
+    alcop::Options options;
+    options.copies = alcop::CopyKind::EmulatedAsync;
+    Stmt result = alcop::inject_pipelines(s, {{"P", {3, alcop::Level::Shared}}}, options);
+
+    class Check : public IRVisitor {
+        using IRVisitor::visit;
+        int producing = 0;
+
+        void visit(const ProducerConsumer *op) override {
+            producing += op->is_producer;
+            IRVisitor::visit(op);
+            producing -= op->is_producer;
+        }
+        void visit(const Store *op) override {
+            if (op->name == "S") {
+                const Load *from = op->value.as<Load>();
+                EXPECT_EQ(producing, 0) << "a copy writes its slot at issue: " << Stmt(op);
+                EXPECT_TRUE(from && from->name.rfind(alcop::staging_prefix, 0) == 0) << Stmt(op);
+                shared_stores++;
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const Call *op) override {
+            EXPECT_EQ(op->name.find("alcop_emulated"), std::string::npos) << "marker left: " << Expr(op);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        int shared_stores = 0;
+    } check;
+    result.accept(&check);
+    EXPECT_GT(check.shared_stores, 0);
+    std::ostringstream text;
+    text << result;
+    EXPECT_NE(text.str().find("alcop_emulated_flag[uint8 * 3]"), std::string::npos) << text.str();
+}
+
+// The emulation holds each store of a copy in its own registers, which a loop would overwrite.
+TEST(Rewrite, EmulatedAsyncRejectsACopyWithALoop) {
+    Stmt copy = produce("P", For::make("i", 0, 1, ForType::Serial, DeviceAPI::None,
+                                       store("S", var("tx") + var("i"), load("in", var("ko") * 16 + var("tx")))));
+    Stmt s = kernel(streaming_loop(Block::make({copy, barrier(), use_tile(), barrier()})));
+    alcop::Options options;
+    options.copies = alcop::CopyKind::EmulatedAsync;
+    try {
+        alcop::inject_pipelines(s, {{"P", {2, alcop::Level::Shared}}}, options);
+        FAIL() << "a copy with a loop was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("cannot hold a copy with a loop"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

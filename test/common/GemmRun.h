@@ -1,0 +1,36 @@
+#ifndef ALCOP_TEST_GEMM_RUN_H
+#define ALCOP_TEST_GEMM_RUN_H
+
+// Runs an AOT-compiled gemm (out(n, m) = sum_k A(k, m) * B(n, k)) on seeded random inputs with
+// a NaN-poisoned output, and counts the outputs that are unwritten or off the reference.
+
+#include "HalideBuffer.h"
+#include "Reference.h"
+
+#include <cmath>
+#include <random>
+
+namespace reference {
+
+using GemmFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+/** Mismatches of `fn` on an m x k times k x n product; -1 if the pipeline returns an error. */
+inline int gemm_mismatches(GemmFn fn, int m, int n, int k) {
+    std::mt19937 rng(m * 131 + n * 17 + k);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    Halide::Runtime::Buffer<float> a(k, m), b(n, k), out(n, m);
+    a.for_each_value([&](float &v) { v = dist(rng); });
+    b.for_each_value([&](float &v) { v = dist(rng); });
+    out.fill(std::nanf(""));
+    // for_each_value writes through raw pointers: tell the runtime the host copies are newer.
+    a.set_host_dirty();
+    b.set_host_dirty();
+    out.set_host_dirty();
+    if (fn(a, b, out) != 0) return -1;
+    out.copy_to_host();
+    return matmul_mismatches(a, b, out);
+}
+
+}  // namespace reference
+
+#endif
