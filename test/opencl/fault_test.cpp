@@ -31,6 +31,7 @@
 
 #include "gemm_emu_s2.h"
 #include "gemm_emu_s3.h"
+#include "gemm_emu_s3_r2.h"
 #include "gemm_emu_s3_drop_wait.h"
 #include "gemm_emu_s3_wait_one_group_short.h"
 #include "gemm_emu_s4.h"
@@ -93,6 +94,7 @@ const Variant emulated[] = {
     {"gemm_emu_s3", gemm_emu_s3},
     {"gemm_emu_s4", gemm_emu_s4},
     {"gemm_emu_s4_b2", gemm_emu_s4_b2},  // A 3 tiles ahead, B 1: the waits follow B
+    {"gemm_emu_s3_r2", gemm_emu_s3_r2},  // both levels: the wait moved into the steps
 };
 
 INSTANTIATE_TEST_SUITE_P(Stages, Emulated, ::testing::ValuesIn(emulated),
