@@ -16,6 +16,8 @@
 
 #include "Halide.h"
 
+#include "autoscheduler/CandidateRequest.h"
+
 namespace {
 
 using namespace Halide;
@@ -25,6 +27,8 @@ public:
     GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
     // K fixed at compile time (A is then M x K exactly): the autoscheduler's one-branch case.
     GeneratorParam<bool> constant_k{"constant_k", false};
+    // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
+    GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
@@ -39,6 +43,9 @@ public:
         prod(x, y) = 0.0f;
         prod(x, y) += A(r, y) * B(x, r);
         out(x, y) = prod(x, y);
+        if (candidate > 0) {
+            alcop::autoscheduler::request_candidate(out, candidate);
+        }
 
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});

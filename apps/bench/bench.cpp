@@ -26,11 +26,15 @@
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
 #include "gemm_cuda_auto.h"
+#include "gemm_cuda_auto_c1.h"
+#include "gemm_cuda_auto_c2.h"
+#include "gemm_cuda_auto_c3.h"
 #include "gemm_cuda_deep.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
 #define VARIANT(op, s) op##_cuda_##s
 static const char *const device_name = "CUDA";
+static const char *const tuned_names[] = {"auto #1", "auto #2", "auto #3"};
 #else
 #include "bmm_auto.h"
 #include "bmm_s1.h"
@@ -505,10 +509,17 @@ int main(int argc, char **argv) {
             alcop::model::Schedule deep;
             deep.bm = 128, deep.bn = 128, deep.kt = 16, deep.tm = 8, deep.tn = 8, deep.smem_stages = 4, deep.reg_stages = 2;
             variants.push_back(halide_variant("ALCOP deep", 4, gemm_cuda_deep, &o.a, &o.b, &o.out, deep));
+            // Tuning: the plugin's candidates 1..3 (in its order of preference) beside its
+            // choice, "ALCOP auto"; built for the first GEMM shape of the large size.
+            const Fn ranked[] = {gemm_cuda_auto_c1, gemm_cuda_auto_c2, gemm_cuda_auto_c3};
+            for (int i = 0; i < 3; i++) {
+                variants.push_back(halide_variant(tuned_names[i], 0, ranked[i], &o.a, &o.b, &o.out));
+            }
         }
 #endif
         const double flops = 2.0 * p.m * p.n * p.k * (p.conv_kh ? 1 : p.batch);
         double anchor_ms = NAN, base_ms = NAN;
+        std::vector<std::pair<std::string, double>> candidates;  // "ALCOP auto" and the tuned ranks
         for (const Variant &v : variants) {
             const bool is_anchor = has_anchor && &v == &variants[0];
             v.poison();
@@ -522,6 +533,7 @@ int main(int argc, char **argv) {
             const double ms = median_ms(v, runs);
             if (is_anchor) anchor_ms = ms;
             if (v.stages == 1) base_ms = ms;
+            if (v.name.rfind("ALCOP auto", 0) == 0 || v.name.rfind("auto #", 0) == 0) candidates.emplace_back(v.name, ms);
             char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
             if (!is_anchor) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
@@ -529,6 +541,17 @@ int main(int argc, char **argv) {
             printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %7s\n", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
                    speedup, vs_lib, model, wrong ? "WRONG" : "ok");
             all_correct = all_correct && !wrong;
+        }
+        if (candidates.size() > 1 && p.m == 2048 && p.n == 2048 && p.k == 2048) {
+            // The tuning result at the shape the candidates were built for: how far the model's
+            // choice is from the measured best of its top N.
+            auto best = std::min_element(candidates.begin(), candidates.end(),
+                                         [](const auto &a, const auto &b) { return a.second < b.second; });
+            printf("%-32s tuning: measured best of the plugin's top %zu is %s (%.3f ms); its choice, %s, is %.1f%% "
+                   "slower%s\n",
+                   p.name.c_str(), candidates.size(), best->first.c_str(), best->second, candidates[0].first.c_str(),
+                   100.0 * (candidates[0].second / best->second - 1.0),
+                   best == candidates.begin() ? " (the model's choice is the best)" : "");
         }
     }
     return all_correct ? 0 : 1;

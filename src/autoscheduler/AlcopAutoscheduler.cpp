@@ -734,8 +734,24 @@ Options Options::from_environment() {
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_SMEM")) {
         if (std::string(v) == "optin") o.search.model.smem_limit = model::SmemLimit::OptIn;
     }
+    if (const char *v = getenv("ALCOP_AUTOSCHEDULER_CANDIDATE")) o.candidate = std::max(0, atoi(v));
     return o;
 }
+
+namespace {
+
+/** The rank request_candidate() recorded on one of the outputs, if any. */
+std::optional<size_t> requested_candidate(const std::vector<Function> &outputs) {
+    for (const Function &f : outputs) {
+        for (const std::string &tag : f.get_trace_tags()) {
+            if (tag.rfind(candidate_tag, 0) == 0) return (size_t)std::max(0, atoi(tag.c_str() + candidate_tag.size()));
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 
 const model::GpuSpec &gpu_for_target(const Target &target) {
     if (target.has_feature(Target::CUDA)) {
@@ -823,20 +839,20 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     // The best-ranked candidate the schedule can express, preferring one that tiles the
     // estimated sizes exactly (the fast path at the estimates), then one whose k tile divides
     // the estimated K.
-    std::optional<Mapping> best_exact, best_k, best_any;
+    std::vector<Mapping> exact, k_only, other;  // each in the model's order
     for (const model::Prediction &pr : r.search.ranked) {
         std::optional<Mapping> mp = map_candidate(*c, pr.schedule);
         if (!mp) continue;
-        if (!best_any) best_any = mp;
-        if (mp->k_divisible && !best_k) best_k = mp;
-        if (mp->k_divisible && mp->divisible) {
-            r.applicable++;
-            if (!best_exact) best_exact = mp;
-        }
+        (mp->k_divisible && mp->divisible ? exact : mp->k_divisible ? k_only : other).push_back(*mp);
     }
-    user_assert(best_any) << "Alcop autoscheduler: no candidate schedule of the search space fits " << r.gpu->name
-                          << " for " << c->describe() << ".\n";
-    const Mapping m = best_exact ? *best_exact : best_k ? *best_k : *best_any;
+    r.applicable = exact.size();
+    std::vector<Mapping> preferred = exact;
+    preferred.insert(preferred.end(), k_only.begin(), k_only.end());
+    preferred.insert(preferred.end(), other.begin(), other.end());
+    user_assert(!preferred.empty()) << "Alcop autoscheduler: no candidate schedule of the search space fits "
+                                    << r.gpu->name << " for " << c->describe() << ".\n";
+    const size_t rank = std::min(requested_candidate(outputs).value_or(options.candidate), preferred.size() - 1);
+    const Mapping m = preferred[rank];
     r.chosen = model::predict(c->problem, m.s, *r.gpu, options.search.model);
 
     std::ostringstream summary;
@@ -848,7 +864,11 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
             << r.search.seconds * 1e3 << " ms\n"
             << "  chosen: " << m.s.to_string() << " (M tile " << m.bx << "x" << m.by << "), predicted "
             << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")";
-    if (!r.search.ranked.empty() && r.search.ranked[0].schedule.to_string() != m.s.to_string()) {
+    if (rank > 0) {
+        summary << "; tuning: candidate " << rank << " in the order of preference, the model's choice "
+                << preferred[0].s.to_string() << " predicts "
+                << model::predict(c->problem, preferred[0].s, *r.gpu, options.search.model).total_us << " us";
+    } else if (!r.search.ranked.empty() && r.search.ranked[0].schedule.to_string() != m.s.to_string()) {
         const model::Schedule &top = r.search.ranked[0].schedule;
         std::optional<Mapping> tm = map_candidate(*c, top);
         summary << "; best-ranked " << top.to_string() << " predicts " << r.search.ranked[0].total_us << " us but "
@@ -861,7 +881,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     summary << "\n";
 
     std::vector<std::string> warnings;
-    if (!best_exact) {
+    if (exact.empty()) {
         warnings.push_back("no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
     }
     apply_contraction_schedule(p, target, *c, m, r, text, warnings);
@@ -870,7 +890,9 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
                 << "// Model: " << r.gpu->name << "; " << r.search.enumerated << " candidates ranked in "
                 << std::setprecision(2) << r.search.seconds * 1e3 << " ms.\n"
                 << "// Chosen: " << m.s.to_string() << ", M tile " << m.bx << "x" << m.by << ", predicted "
-                << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ").\n";
+                << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")"
+                << (rank ? ", candidate " + std::to_string(rank) + " (tuning)" : std::string(", the model's choice"))
+                << ".\n";
     if (r.k_chunked && r.k_condition.defined()) {
         text.header << "// The reduction is chunked by " << m.s.kt << " where its extent is the estimated "
                     << c->rvars[0].extent_estimate << ", and by 1 (still pipelined) otherwise.\n";

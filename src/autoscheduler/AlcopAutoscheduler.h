@@ -53,12 +53,18 @@
  * "Directive.h" and this header. Its header comment gives the contraction, the model GPU, the
  * number of candidates, the search time, the chosen candidate and its predicted time.
  *
+ * Tuning: Options::candidate (or request_candidate() on an output) picks another candidate
+ * than the model's choice, counted in that same order of preference among the candidates the
+ * schedule can express (past the last, the last), so that measuring ranks 0..N-1 measures the
+ * model's top N.
+ *
  * Guarantees: the schedule applied and the source returned are the same directives
  * (test/autoscheduler/schedule_source_test.cpp); the ranking is the model's (deterministic); a
  * one-paragraph summary with the search time is printed on every call.
  */
 
 #include "Halide.h"
+#include "autoscheduler/CandidateRequest.h"
 #include "autoscheduler/Contraction.h"
 #include "model/GpuSpec.h"
 #include "model/Search.h"
@@ -79,13 +85,19 @@ struct Options {
     model::SearchOptions search;
     /** Where the summary (always) and the verbose table go. */
     std::ostream *log = nullptr;  // null: std::cerr
+    /** Tuning: which of the candidates the schedule can express to apply, in the order of
+     * preference (see the file comment); 0 is the model's choice. request_candidate() on an
+     * output overrides it. */
+    size_t candidate = 0;
 
     /** The defaults, overridden by the environment:
      *  ALCOP_AUTOSCHEDULER_VERBOSE=1  print the top candidates (ALCOP_AUTOSCHEDULER_TOP=n of them)
      *  ALCOP_AUTOSCHEDULER_GPU=A100   the GPU the model predicts for (see model::find_gpu)
-     *  ALCOP_AUTOSCHEDULER_SMEM=optin the opt-in shared-memory limit instead of Halide's 48 KiB */
+     *  ALCOP_AUTOSCHEDULER_SMEM=optin the opt-in shared-memory limit instead of Halide's 48 KiB
+     *  ALCOP_AUTOSCHEDULER_CANDIDATE=n apply the n-th candidate instead of the model's choice */
     static Options from_environment();
 };
+
 
 /** What autoschedule() decided. */
 struct Result {

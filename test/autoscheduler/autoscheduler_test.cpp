@@ -8,6 +8,8 @@
 
 #include "Halide.h"
 
+#include "autoscheduler/CandidateRequest.h"
+
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
 
@@ -244,6 +246,26 @@ TEST(Autoscheduler, ConstantKGetsRegisterStagesOnCuda) {
     bool ok = false;
     const std::string log = ptxas(ptx, "register_stages", &ok);
     EXPECT_TRUE(ok) << log;
+}
+
+/** The schedule string after "chosen: " in a plugin summary. */
+std::string chosen(const std::string &log) {
+    std::smatch m;
+    return std::regex_search(log, m, std::regex("chosen: (\\S+ t\\S+ S\\d R\\d)")) ? m[1].str() : "";
+}
+
+TEST(Autoscheduler, TuningAppliesTheRequestedCandidate) {
+    const Target t("host-cuda-cuda_capability_80");
+    Built model_choice = gemm(1024, 1024, 1024), third = gemm(1024, 1024, 1024);
+    alcop::autoscheduler::request_candidate(third.pipeline.outputs()[0], 2);
+    Scheduled a = autoschedule(model_choice, "Alcop", t), c = autoschedule(third, "Alcop", t);
+    ASSERT_NE(chosen(a.log), "") << a.log;
+    EXPECT_NE(chosen(a.log), chosen(c.log)) << c.log;
+    EXPECT_NE(c.log.find("tuning: candidate 2 in the order of preference, the model's choice " + chosen(a.log)),
+              std::string::npos) << c.log;
+    EXPECT_NE(c.source.find("candidate 2 (tuning)"), std::string::npos) << c.source;
+    EXPECT_NE(a.source.find("the model's choice"), std::string::npos) << a.source;
+    EXPECT_NO_THROW(third.pipeline.compile_to_module(third.args, "gemm_candidate_2", t));
 }
 
 TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
