@@ -2,7 +2,8 @@
 // layers), side by side in one run in three variants: unpipelined (stages 1), pipelined by ALCOP
 // with the generators' hand-written schedule (stages 3), and the plainly written contraction
 // scheduled by the Alcop autoscheduler ("ALCOP auto", tuned for the first shape of each op of
-// the sizes the build runs: small for OpenCL, large for CUDA). The CUDA build adds cuBLAS (GEMM,
+// the sizes the build runs: small for OpenCL, large for CUDA), and for GEMM the same
+// contraction scheduled by Halide 14's Li2018 autoscheduler. The CUDA build adds cuBLAS (GEMM,
 // batched GEMM) and cuDNN (conv) as anchors where it finds them. Each row is checked against a
 // double-precision reference (on sampled outputs for large problems) and timed: median of `runs`
 // runs after a warm-up, each ended by a device sync. Next to the pipelined variants' times, the
@@ -30,6 +31,7 @@
 #include "gemm_cuda_auto_c2.h"
 #include "gemm_cuda_auto_c3.h"
 #include "gemm_cuda_deep.h"
+#include "gemm_cuda_li2018.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
 #define VARIANT(op, s) op##_cuda_##s
@@ -43,6 +45,7 @@ static const char *const tuned_names[] = {"auto #1", "auto #2", "auto #3"};
 #include "conv_s1.h"
 #include "conv_s3.h"
 #include "gemm_auto.h"
+#include "gemm_li2018.h"
 #include "gemm_s1.h"
 #include "gemm_s3.h"
 #define VARIANT(op, s) op##_##s
@@ -502,6 +505,10 @@ int main(int argc, char **argv) {
         variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
         variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                           p.conv_kh ? &o.out_4d : &o.out));
+        if (!p.conv_kh && p.batch == 1) {
+            // Halide 14's own GPU autoscheduler on the same plainly written GEMM.
+            variants.push_back(halide_variant("Li2018", 0, VARIANT(gemm, li2018), &o.a, &o.b, &o.out));
+        }
 #ifdef ALCOP_BENCH_CUDA
         if (!p.conv_kh && p.batch == 1) {
             // Both levels with 128 x 128 tiles: 4 shared stages of 16 KB, more than Halide's
