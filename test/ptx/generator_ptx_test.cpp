@@ -4,6 +4,9 @@
 
 #include "Halide.h"
 
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -206,6 +209,39 @@ TEST(TwoLevel, LocalMemoryIsDetected) {
     }
     ASSERT_FALSE(ptx.empty());
     EXPECT_TRUE(uses_local_memory(ptx)) << ptx;
+}
+
+// The model's register estimate (accumulators + fragment slots + a constant for addresses
+// and loop state; docs/model.md) against what ptxas allocates for the same schedules, so that
+// occupancy predictions rest on checked numbers. Register stages 0 (the compute reads shared
+// memory directly) is one fragment slot to the model: the compiler loads each step's values
+// into registers anyway.
+TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxas) {
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found";
+#else
+    struct Config {
+        int bm, bn, kt, tm, tn, stages, register_stages;
+    };
+    const Config configs[] = {{64, 64, 8, 4, 4, 3, 0}, {64, 64, 8, 4, 4, 3, 2}, {64, 64, 8, 4, 4, 4, 2},
+                              {128, 128, 16, 8, 8, 4, 2}};
+    for (const Config &c : configs) {
+        const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80",
+                                       {{"block_m", std::to_string(c.bm)}, {"block_n", std::to_string(c.bn)},
+                                        {"tile_k", std::to_string(c.kt)}, {"thread_m", std::to_string(c.tm)},
+                                        {"thread_n", std::to_string(c.tn)}, {"stages", std::to_string(c.stages)},
+                                        {"register_stages", std::to_string(c.register_stages)}});
+        Ptxas r = assemble(ptx, "sm_80");
+        ASSERT_TRUE(r.ran) << r.log;
+        alcop::model::Schedule s;
+        s.bm = c.bm, s.bn = c.bn, s.kt = c.kt, s.tm = c.tm, s.tn = c.tn, s.smem_stages = c.stages;
+        s.reg_stages = std::max(1, c.register_stages);
+        const int estimate = alcop::model::estimate_registers(s, *alcop::model::find_gpu("A100"));
+        std::cout << "[model vs ptxas] " << s.to_string() << ": estimate " << estimate << ", ptxas " << r.registers
+                  << "\n";
+        EXPECT_LE(std::abs(estimate - r.registers), 0.1 * r.registers) << s.to_string();
+    }
+#endif
 }
 
 TEST(AsyncCopies, ConvolutionTilesUseCpAsync) {
