@@ -442,7 +442,8 @@ public:
             Stmt visit(const Evaluate *op) override {
                 if (marker(op, emulated_commit_name)) return owner.count(0);
                 if (const Call *c = marker(op, emulated_wait_name)) {
-                    auto n = as_const_int(simplify(c->args[0]));
+                    const Expr count = simplify(c->args[0]);  // as_const_int points into it
+                    const int64_t *n = as_const_int(count);
                     internal_assert(n) << "alcop: emulated wait of a count that is not constant: " << c->args[0] << "\n";
                     return owner.wait_code((int)*n, size);
                 }
