@@ -229,9 +229,10 @@ struct Mapping {
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
     // Register fragments (R >= 2) are computed at the step loop ki, which only the chunked
     // schedule has, and Halide wants a compute_at location in every specialization: so only
-    // where the chunked schedule is the only one, a constant K that the k tile divides (a
+    // where the chunked schedule is the only one, a constant K that the k tile divides. (A
     // one-step chunk split off a symbolic K leaves the tile's place in terms Halide does not
-    // simplify). And a thread's fragment must be a constant number of elements: with one M
+    // simplify; a one-trip loop split off another dimension is removed by Halide before the
+    // pass sees it.) And a thread's fragment must be a constant number of elements: with one M
     // dimension (GEMM, batched GEMM) TM (or TN) values; with two (an implicit-GEMM conv's
     // pixel tile) its bounds go through the fused thread variable.
     if (s.reg_stages > 1) {
