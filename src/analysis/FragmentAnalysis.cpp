@@ -21,6 +21,7 @@ class FindFragmentLoops : public IRVisitor {
     using IRVisitor::visit;
 
     const std::map<std::string, PipelineRequest> &requests;
+    const std::set<std::string> &shared;  ///< Funcs pipelined at the shared level
     int kernel_depth = 0, thread_depth = 0;
     std::vector<const For *> serial;  ///< serial loops inside the thread loops, outermost first
     /** Per-thread allocations in scope, with the number of serial loops around each. */
@@ -61,6 +62,9 @@ class FindFragmentLoops : public IRVisitor {
     }
 
     void visit(const ProducerConsumer *op) override {
+        if (op->is_producer && shared.count(op->name) && !serial.empty()) {
+            streaming.insert(serial.back());
+        }
         if (!requests.count(op->name)) {
             IRVisitor::visit(op);
             return;
@@ -107,10 +111,11 @@ class FindFragmentLoops : public IRVisitor {
     }
 
 public:
-    FindFragmentLoops(const std::map<std::string, PipelineRequest> &requests)
-        : requests(requests) {
+    FindFragmentLoops(const std::map<std::string, PipelineRequest> &requests, const std::set<std::string> &shared)
+        : requests(requests), shared(shared) {
     }
 
+    std::set<const For *> streaming;  ///< serial loops that produce a shared-level pipelined Func
     std::vector<const For *> loop_order;
     std::map<std::string, std::vector<const For *>> produced_in;
     std::map<std::string, std::vector<std::vector<const For *>>> consumed_in;
@@ -148,19 +153,71 @@ public:
     std::set<std::string> loaded, stored, stored_outside_producers;
 };
 
+/** The statement of a streaming loop's body that is one step of its fragments: reached
+ * through lets, consume markers and the one statement of each block that produces fragments,
+ * it is the block (or statement) in which the fragments' produce nodes stand. Undefined when
+ * anything else (an if, a loop) lies on the way. */
+Stmt one_step_body(const Stmt &loop_body, const std::set<std::string> &fragments) {
+    auto is_fragment_producer = [&](const Stmt &s) {
+        const ProducerConsumer *pc = s.as<ProducerConsumer>();
+        return pc && pc->is_producer && fragments.count(pc->name);
+    };
+    Stmt s = loop_body;
+    while (s.defined()) {
+        if (const LetStmt *l = s.as<LetStmt>()) {
+            s = l->body;
+        } else if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
+            s = pc->body;
+        } else if (is_fragment_producer(s)) {
+            return s;
+        } else if (s.as<Block>()) {
+            std::vector<Stmt> pieces;
+            for (Stmt b = s; b.defined();) {
+                const Block *block = b.as<Block>();
+                pieces.push_back(block ? block->first : b);
+                b = block ? block->rest : Stmt();
+            }
+            Stmt holder;
+            int holders = 0;
+            for (const Stmt &p : pieces) {
+                if (is_fragment_producer(p)) return s;
+                if (!first_produced(p, fragments).empty()) {
+                    holder = p;
+                    holders++;
+                }
+            }
+            if (holders != 1) return Stmt();
+            s = holder;
+        } else {
+            return Stmt();
+        }
+    }
+    return Stmt();
+}
+
 FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs,
                           const std::map<std::string, PipelineRequest> &requests,
-                          const std::map<std::pair<std::string, const For *>, const Allocate *> &storage) {
+                          const std::map<std::pair<std::string, const For *>, const Allocate *> &storage,
+                          bool streaming) {
     FragmentLoop result;
     result.loop = loop;
     const std::string &first = funcs.front();
+    const std::set<std::string> fragment_funcs(funcs.begin(), funcs.end());
     const Expr extent = simplify(loop->extent);
     const int64_t *e = as_const_int(extent);
-    user_assert(e)
+    if (streaming) {
+        // The loop is the shared level's: the fragments are one step of it, never unrolled.
+        result.one_step = one_step_body(loop->body, fragment_funcs);
+        user_assert(result.one_step.defined())
+            << "alcop::pipeline(" << first << ", Level::Register): " << first << " is produced in "
+            << describe_loop(loop) << ", which the shared level pipelines, but under an if or a loop "
+            << "there. Compute " << first << " at a serial loop of constant extent inside it.\n";
+    }
+    user_assert(e || result.one_step.defined())
         << "alcop::pipeline(" << first << ", Level::Register): " << describe_loop(loop) << " has no constant "
         << "extent (" << loop->extent << "). The pass unrolls it after pipelining, so that every register slot "
         << "has a constant index: split it by a constant factor and compute " << first << " at the inner loop.\n";
-    result.extent = (int)*e;
+    result.extent = result.one_step.defined() ? 1 : (int)*e;
     result.stages = requests.at(first).stages;
 
     std::map<std::string, std::string> func_of_buffer;
@@ -186,8 +243,7 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
         << result.stages - 1 << " steps ahead, more than the " << result.extent << " steps of " << describe_loop(loop)
         << ". Use at most " << result.extent + 1 << " stages.\n";
 
-    const std::set<std::string> fragment_funcs(funcs.begin(), funcs.end());
-    cut_loop_body(loop->body, fragment_funcs, result.body.stmts);
+    cut_loop_body(result.one_step.defined() ? result.one_step : loop->body, fragment_funcs, result.body.stmts);
     std::set<std::string> produced, stored_in_loop;
     std::vector<CollectBuffers> collected;
     for (const Stmt &s : result.body.stmts) {
@@ -240,13 +296,15 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
 
 std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::string, PipelineRequest> &all) {
     std::map<std::string, PipelineRequest> requests;
+    std::set<std::string> shared;
     for (const auto &r : all) {
         if (r.second.level == Level::Register && r.second.stages > 1) requests.insert(r);
+        if (r.second.level == Level::Shared && r.second.stages > 1) shared.insert(r.first);
     }
     std::vector<FragmentLoop> result;
     if (requests.empty()) return result;
 
-    FindFragmentLoops finder(requests);
+    FindFragmentLoops finder(requests, shared);
     s.accept(&finder);
 
     std::map<const For *, std::vector<std::string>> funcs_of_loop;
@@ -281,7 +339,7 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
     for (const For *loop : finder.loop_order) {
         auto l = funcs_of_loop.find(loop);
         if (l != funcs_of_loop.end()) {
-            result.push_back(analyze_loop(loop, l->second, requests, finder.storage));
+            result.push_back(analyze_loop(loop, l->second, requests, finder.storage, finder.streaming.count(loop)));
         }
     }
     return result;

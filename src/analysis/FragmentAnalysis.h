@@ -16,7 +16,9 @@
  *  - F is computed inside the gpu_thread loops, inside a serial loop;
  *  - F is produced once per iteration of L (more produce nodes mean L's own loop was
  *    unrolled by the schedule, which the pass must do itself, after pipelining);
- *  - L has a constant extent of at least `stages - 1` (the prefetch distance);
+ *  - L has a constant extent of at least `stages - 1` (the prefetch distance), or is a
+ *    shared-level streaming loop that produces F once per iteration (a one-step body, see
+ *    FragmentLoop::one_step);
  *  - F's storage is a per-thread array of constant size allocated outside L;
  *  - F is written only by its producer, read only inside L and after its producer, and
  *    its producer reads nothing that L writes (it runs stages - 1 steps early);
@@ -45,6 +47,12 @@ struct Fragment {
  * Producer statements produce one fragment each, the others are Compute. */
 struct FragmentLoop {
     const Halide::Internal::For *loop = nullptr;
+    /** Defined when the fragments are produced once per iteration of a shared-level
+     * streaming loop `loop` itself, with no step loop between (Halide removes a loop of one
+     * trip, e.g. the step loop of a chunk of one k step): then this statement of that loop's
+     * body is the one step, extent is 1, and the fragments can only be pipelined composed
+     * with the shared level, across its iterations. */
+    Halide::Internal::Stmt one_step;
     int extent = 0;
     int stages = 1;
     std::vector<Fragment> fragments;

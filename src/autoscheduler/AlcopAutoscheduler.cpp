@@ -53,10 +53,10 @@ class ScheduleText {
 public:
     /** The C++ identifier of a Var or RVar, declared on first use. */
     std::string var(const Dim &d) {
-        auto it = var_ids.find(d.name);
+        auto it = var_ids.find({d.name, d.rvar});
         if (it != var_ids.end()) return it->second;
         std::string id = unique_id(d.name);
-        var_ids[d.name] = id;
+        var_ids[{d.name, d.rvar}] = id;
         decls << (d.rvar ? "RVar " : "Var ") << id << "(\"" << d.name << "\");\n";
         return id;
     }
@@ -113,7 +113,8 @@ private:
         return id;
     }
 
-    std::map<std::string, std::string> var_ids, func_ids;
+    std::map<std::pair<std::string, bool>, std::string> var_ids;  // by name and RVar-ness
+    std::map<std::string, std::string> func_ids;
     std::set<std::string> used;
     std::ostringstream decls, funcs;
 };
@@ -227,19 +228,10 @@ struct Mapping {
 
 /** The candidate as tiles of `c`, or nothing if our schedule cannot express it. */
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
-    // Register fragments (R >= 2) are computed at the step loop ki, which only the chunked
-    // schedule has, and Halide wants a compute_at location in every specialization: so only
-    // where the chunked schedule is the only one, a constant K that the k tile divides. (A
-    // one-step chunk split off a symbolic K leaves the tile's place in terms Halide does not
-    // simplify; a one-trip loop split off another dimension is removed by Halide before the
-    // pass sees it.) And a thread's fragment must be a constant number of elements: with one M
-    // dimension (GEMM, batched GEMM) TM (or TN) values; with two (an implicit-GEMM conv's
-    // pixel tile) its bounds go through the fused thread variable.
-    if (s.reg_stages > 1) {
-        const Expr k_extent = c.rvars[0].extent;
-        const int64_t *k = as_const_int(k_extent);
-        if (c.m_dims().size() != 1 || !k || *k % s.kt != 0) return std::nullopt;
-    }
+    // Register fragments (R >= 2) need a thread's fragment to be a constant number of
+    // elements: with one M dimension (GEMM, batched GEMM) TM (or TN) values; with two (an
+    // implicit-GEMM conv's pixel tile) its bounds go through the fused thread variable.
+    if (s.reg_stages > 1 && c.m_dims().size() != 1) return std::nullopt;
     Mapping m;
     m.s = s;
     const std::vector<int> md = c.m_dims();
@@ -274,6 +266,11 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     if (m.bx % s.tm) return std::nullopt;
     m.divisible = n % s.bn == 0 && ex % m.bx == 0 && ey % m.by == 0;
     m.k_divisible = k % s.kt == 0;
+    // Where a chunk is one k step (the branch for sizes other than a constant K the k tile
+    // divides), fragments have no step loop of their own and pipeline only composed with a
+    // shared-level pipeline (S >= 2).
+    const bool one_step_branch = !is_const(c.rvars[0].extent) || !m.k_divisible;
+    if (s.reg_stages > 1 && s.smem_stages < 2 && one_step_branch) return std::nullopt;
     return m;
 }
 
@@ -406,7 +403,18 @@ void schedule_update(StageWriter &s, const Contraction &c, const Mapping &m, int
     }
     BlockLoops b = split_block(s, c, m);
     std::vector<Dim> order = b.reg;
-    if (kt > 1) order.push_back(ki);
+    if (kt > 1) {
+        order.push_back(ki);
+    } else if (fragments) {
+        // The fragments are computed at the step loop, and Halide wants that location in
+        // every branch: where a chunk is one k step, a one-trip loop of that name split off
+        // the register tile. Halide removes it again, so the pass finds the fragments right
+        // in the chunk loop: one step per chunk (FragmentLoop::one_step). (Splitting the RVar
+        // by 1 instead would leave the chunk's tile at a place Halide does not simplify.)
+        const Dim one_step{ki.name, false};
+        s.split(b.n_r, b.n_r, one_step, 1);
+        order.push_back(one_step);
+    }
     order.push_back(b.n_t);
     order.push_back(b.m_t);
     order.push_back(chunk);
@@ -874,7 +882,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
         std::optional<Mapping> tm = map_candidate(*c, top);
         summary << "; best-ranked " << top.to_string() << " predicts " << r.search.ranked[0].total_us << " us but "
                 << (top.reg_stages > 1 && tm == std::nullopt
-                        ? "its register stages need a constant K that the k tile divides and one M dimension" :
+                        ? "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
                     !tm                ? "its M tile cannot be laid out over the M dimensions" :
                     !tm->k_divisible   ? "its k tile does not divide the estimated K" :
                                          "its block tile does not divide the estimated output");

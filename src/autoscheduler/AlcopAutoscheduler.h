@@ -20,9 +20,11 @@
  *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target);
  *  - with R >= 2: each thread's fragments of a and b, wrappers of those wrappers, computed at
  *    the serial step loop of a chunk in registers, alcop::pipeline(fragment, R,
- *    Level::Register). Only where K is a constant that KT divides (the step loop then exists
- *    in the one branch there is; Halide wants a compute_at location in every branch) and
- *    for one M dimension (GEMM, batched GEMM); elsewhere the best candidate with R = 1.
+ *    Level::Register). Halide wants that location in every branch, so where a chunk is one
+ *    k step a one-trip loop of the same name is split off the register tile; Halide drops
+ *    it, and the pass pipelines those fragments across the chunks, composed with the shared
+ *    level (which is why R >= 2 needs S >= 2 there). For one M dimension (GEMM, batched
+ *    GEMM); elsewhere the best candidate with R = 1.
  *
  * Pipelining needs each chunk's tile to have one constant size and place; Halide 14 guards the
  * tail of a reduction split it cannot prove exact, which moves the last tile. So the update of

@@ -10,6 +10,7 @@
 #include "Error.h"
 
 #include <numeric>
+#include <set>
 
 namespace alcop {
 
@@ -62,6 +63,8 @@ class InjectPipelines : public IRMutator {
     // Register level: the fragment loops, the stages of each fragment's registers, and the
     // register prologue of the last fragment loop that composed with a shared pipeline.
     std::map<const For *, const FragmentLoop *> fragment_loops;
+    std::map<const IRNode *, const FragmentLoop *> one_step_bodies;  // FragmentLoop::one_step
+    std::set<const FragmentLoop *> composed_one_steps;
     std::map<const Allocate *, int> fragment_storage;
     Stmt fragment_prologue;
 
@@ -270,6 +273,12 @@ class InjectPipelines : public IRMutator {
      * fragment pipeline composes with the shared one: after it, nothing reads the slot of
      * the current tile, so the shared wait and barrier may move into it. */
     Stmt mutate_last_consumer(const Stmt &s, SharedLoopContext &composition, bool &composed) {
+        if (auto it = one_step_bodies.find(s.get());
+            it != one_step_bodies.end() && !compute_reads_pipelined_tiles(*it->second)) {
+            composed = true;
+            composed_one_steps.insert(it->second);
+            return fragment_loop(*it->second, &composition);
+        }
         if (const LetStmt *l = s.as<LetStmt>()) {
             Expr value = mutate(l->value);
             composition.lets.emplace_back(l->name, value);
@@ -324,11 +333,28 @@ class InjectPipelines : public IRMutator {
     }
 
 public:
+    /** One-step fragment bodies that could not compose stay as they are, which is correct but
+     * not pipelined at the register level: say so. */
+    void warn_uncomposed() const {
+        for (const auto &o : one_step_bodies) {
+            if (composed_one_steps.count(o.second)) continue;
+            user_warning << "alcop::pipeline(" << o.second->fragments.front().func << ", Level::Register): "
+                         << "it is produced once per iteration of the loop " << o.second->loop->name
+                         << " of the shared level, outside that loop's last consumer or with a consumer that "
+                         << "reads shared memory, so its register stages cannot compose with the shared ones; "
+                         << "it is left unpipelined there.\n";
+        }
+    }
+
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                     const std::vector<FragmentLoop> &fragments, const Options &options)
         : analysis(analysis), options(options) {
         for (const FragmentLoop &l : fragments) {
-            fragment_loops[l.loop] = &l;
+            if (l.one_step.defined()) {
+                one_step_bodies[l.one_step.get()] = &l;
+            } else {
+                fragment_loops[l.loop] = &l;
+            }
             for (const Fragment &f : l.fragments) {
                 fragment_storage[f.storage] = l.stages;
             }
@@ -399,7 +425,10 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k));
     }
-    return InjectPipelines(analysis, plans, fragments, options).mutate(s);
+    InjectPipelines inject(analysis, plans, fragments, options);
+    Stmt result = inject.mutate(s);
+    inject.warn_uncomposed();
+    return result;
 }
 
 }  // namespace alcop

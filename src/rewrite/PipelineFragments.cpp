@@ -58,8 +58,9 @@ class Builder {
         for (const Fragment &f : loop.fragments) {
             shift[f.storage->name] = slot * f.elements;
         }
+        // (A one-step body has no step variable: its loop is the streaming loop.)
         const For *op = loop.loop;
-        Stmt s = substitute(op->name, simplify(op->min + step), pieces[i]);
+        Stmt s = loop.one_step.defined() ? pieces[i] : substitute(op->name, simplify(op->min + step), pieces[i]);
         return ShiftRegisterAccesses(shift).mutate(s);
     }
 

@@ -19,7 +19,8 @@
  * done, so the one barrier still separates the reads of a slot from its next copy. The
  * register prologue of tile `min` then runs once, after the shared prologue. When T is
  * not a multiple of R the slots are renamed at the end of each iteration, so that step j
- * of every tile uses slot j % R.
+ * of every tile uses slot j % R. A one-step body (FragmentLoop::one_step, T = 1) is the same
+ * with one step: it only ever composes.
  */
 
 #include "analysis/FragmentAnalysis.h"

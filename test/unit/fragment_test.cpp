@@ -124,6 +124,55 @@ TEST(RegisterLevel, FragmentsOfOneLoopNeedOneStageCount) {
     EXPECT_NE(msg.find("share one prefetch distance"), std::string::npos) << msg;
 }
 
+// One step per iteration of the shared level's loop: F produced right in the streaming loop
+// ko (Halide drops a one-trip step loop), composed with P's pipeline: F's registers get two
+// slots, the loop is not unrolled, and the next tile's fragment is loaded after the barrier.
+Stmt one_step_kernel(Stmt fragment_producer) {
+    Stmt use = consume("P", Block::make(fragment_producer, use_fragment()));
+    return kernel(fragment_registers(streaming_loop(Block::make({copy_tile(), barrier(), use, barrier()}))));
+}
+
+TEST(RegisterLevel, OneStepPerIterationComposesWithTheSharedLevel) {
+    const std::map<std::string, alcop::PipelineRequest> both{{"P", {2, alcop::Level::Shared}},
+                                                             {"F", {2, alcop::Level::Register}}};
+    std::ostringstream text;
+    text << alcop::inject_pipelines(one_step_kernel(load_fragment(0)), both);
+    const std::string ir = text.str();
+    EXPECT_NE(ir.find("F_regs[float32 * 8]"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("for (ko"), std::string::npos) << "the streaming loop must stay a loop: " << ir;
+    // In the loop: the barrier, then the guarded load of tile ko + 1's fragment.
+    const size_t loop = ir.find("for (ko");
+    const size_t barrier = ir.find("gpu_thread_barrier", loop);
+    const size_t next = ir.find("(ko + 1) < ", loop);
+    ASSERT_NE(next, std::string::npos) << ir;
+    EXPECT_LT(barrier, next) << ir;
+}
+
+TEST(RegisterLevel, OneStepThatCannotComposeIsLeftAloneWithAWarning) {
+    // The compute reads P's shared tile itself, so the barrier cannot move before its reads.
+    const std::map<std::string, alcop::PipelineRequest> both{{"P", {2, alcop::Level::Shared}},
+                                                             {"F", {2, alcop::Level::Register}}};
+    Stmt reads_shared = consume("F", store("acc", 0, load("acc", 0) + load("F_regs", 0) * load("S", 5)));
+    Stmt use = consume("P", Block::make(load_fragment(0), reads_shared));
+    Stmt s = kernel(fragment_registers(streaming_loop(Block::make({copy_tile(), barrier(), use, barrier()}))));
+    testing::internal::CaptureStderr();
+    std::ostringstream text;
+    text << alcop::inject_pipelines(s, both);
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    EXPECT_NE(warnings.find("cannot compose with the shared ones"), std::string::npos) << warnings;
+    // Slot 0 only: the fragment is loaded where it was, not ahead.
+    EXPECT_EQ(text.str().find("F_regs[4]"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("F_regs[0]"), std::string::npos) << text.str();
+}
+
+TEST(RegisterLevel, OneStepUnderAnIfIsRejected) {
+    const std::map<std::string, alcop::PipelineRequest> both{{"P", {2, alcop::Level::Shared}},
+                                                             {"F", {2, alcop::Level::Register}}};
+    Stmt guarded = IfThenElse::make(var("tx") < 8, load_fragment(0));
+    EXPECT_REJECTION(error_of(one_step_kernel(guarded), both), "alcop::pipeline(F, Level::Register)",
+                     "under an if or a loop there");
+}
+
 // The two-level GEMM, read back as the sequence of what one thread does: fragment loads
 // (which fragment, which register slot, whether from the next tile), computes (the register
 // slot they read) and barriers, before and inside the streaming loop.
