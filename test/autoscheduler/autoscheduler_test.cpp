@@ -20,6 +20,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <unistd.h>
 
 using namespace Halide;
 
@@ -136,7 +137,7 @@ std::string ptx_of(const Module &m) {
 std::string ptxas(const std::string &ptx, const std::string &name, bool *ok) {
     *ok = true;
 #ifdef ALCOP_PTXAS
-    const std::string base = testing::TempDir() + "alcop_as_" + name;
+    const std::string base = testing::TempDir() + "alcop_as_" + name + "_" + std::to_string(getpid());
     std::ofstream(base + ".ptx") << ptx;
     const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=sm_80 " + base + ".ptx -o " + base + ".cubin 2>&1";
     FILE *p = popen(cmd.c_str(), "r");

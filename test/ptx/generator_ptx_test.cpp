@@ -13,6 +13,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <unistd.h>
 
 using namespace Halide;
 using namespace Halide::Internal;
@@ -46,7 +47,8 @@ struct Ptxas {
 Ptxas assemble(const std::string &ptx, const std::string &arch) {
     Ptxas r;
 #ifdef ALCOP_PTXAS
-    const std::string base = testing::TempDir() + "alcop_" + arch;
+    // One file per process: ctest -j runs several of these tests at once.
+    const std::string base = testing::TempDir() + "alcop_" + arch + "_" + std::to_string(getpid());
     std::ofstream(base + ".ptx") << ptx;
     const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + base + ".ptx -o " + base + ".cubin 2>&1";
     FILE *p = popen(cmd.c_str(), "r");
