@@ -209,6 +209,9 @@ TEST_P(Contraction, CompilesForCudaAndPtxasAssemblesIt) {
     const std::string ptx = ptx_of(mod);
     ASSERT_FALSE(ptx.empty());
     EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+    // Accumulators and fragment slots (register stages, in both branches) stay registers.
+    EXPECT_EQ(ptx.find("ld.local"), std::string::npos) << c.name;
+    EXPECT_EQ(ptx.find("st.local"), std::string::npos) << c.name;
     bool ok;
     const std::string log = ptxas(ptx, c.name, &ok);
     if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
