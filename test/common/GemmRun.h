@@ -1,8 +1,9 @@
 #ifndef ALCOP_TEST_GEMM_RUN_H
 #define ALCOP_TEST_GEMM_RUN_H
 
-// Runs an AOT-compiled gemm (out(n, m) = sum_k A(k, m) * B(n, k)) on seeded random inputs with
-// a NaN-poisoned output, and counts the outputs that are unwritten or off the reference.
+// Runs an AOT-compiled gemm (out(n, m) = sum_k A(k, m) * B(n, k)), or a batch of them, on
+// seeded random inputs with a NaN-poisoned output, and counts the outputs that are unwritten
+// or off the double-precision reference.
 
 #include "HalideBuffer.h"
 #include "Reference.h"
@@ -14,11 +15,15 @@ namespace reference {
 
 using GemmFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
-/** Mismatches of `fn` on an m x k times k x n product; -1 if the pipeline returns an error. */
-inline int gemm_mismatches(GemmFn fn, int m, int n, int k) {
+/** Mismatches of `fn` on an m x k times k x n product (`batch` of them in 3-D buffers when
+ * batch > 0); -1 if the pipeline returns an error. */
+inline int gemm_mismatches(GemmFn fn, int m, int n, int k, int batch = 0) {
     std::mt19937 rng(m * 131 + n * 17 + k);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    Halide::Runtime::Buffer<float> a(k, m), b(n, k), out(n, m);
+    auto matrix = [&](int columns, int rows) {
+        return batch ? Halide::Runtime::Buffer<float>(columns, rows, batch) : Halide::Runtime::Buffer<float>(columns, rows);
+    };
+    Halide::Runtime::Buffer<float> a = matrix(k, m), b = matrix(n, k), out = matrix(n, m);
     a.for_each_value([&](float &v) { v = dist(rng); });
     b.for_each_value([&](float &v) { v = dist(rng); });
     out.fill(std::nanf(""));
