@@ -16,7 +16,7 @@
 
 #include "Halide.h"
 
-#include "autoscheduler/CandidateRequest.h"
+#include "autoscheduler/Requests.h"
 
 namespace {
 
@@ -29,6 +29,8 @@ public:
     GeneratorParam<bool> constant_k{"constant_k", false};
     // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
+    // The GPU the autoscheduler models ("": the target's; see Requests.h).
+    GeneratorParam<std::string> gpu{"gpu", ""};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
@@ -45,6 +47,9 @@ public:
         out(x, y) = prod(x, y);
         if (candidate > 0) {
             alcop::autoscheduler::request_candidate(out, candidate);
+        }
+        if (!std::string(gpu).empty()) {
+            alcop::autoscheduler::request_gpu(out, gpu);
         }
 
         A.set_estimates({{0, K}, {0, M}});
@@ -102,6 +107,7 @@ private:
 class Bmm : public Generator<Bmm> {
 public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
+    GeneratorParam<std::string> gpu{"gpu", ""};  // as in as_gemm
 
     Input<Buffer<float>> A{"A", 3};
     Input<Buffer<float>> B{"B", 3};
@@ -111,6 +117,9 @@ public:
         // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
         RDom r(0, A.dim(0).extent(), "r");
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
+        if (!std::string(gpu).empty()) {
+            alcop::autoscheduler::request_gpu(out, gpu);
+        }
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
@@ -126,6 +135,7 @@ public:
     // The estimates (of the output; the 3 x 3 filter is fixed). The defaults, 8 x 8 outputs:
     // the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
     GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
+    GeneratorParam<std::string> gpu{"gpu", ""};  // as in as_gemm
 
     Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
     Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
@@ -137,6 +147,9 @@ public:
         conv(co, x, y, n) = 0.0f;
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
+        if (!std::string(gpu).empty()) {
+            alcop::autoscheduler::request_gpu(out, gpu);
+        }
 
         const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});

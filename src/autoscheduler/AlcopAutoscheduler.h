@@ -66,7 +66,7 @@
  */
 
 #include "Halide.h"
-#include "autoscheduler/CandidateRequest.h"
+#include "autoscheduler/Requests.h"
 #include "autoscheduler/Contraction.h"
 #include "model/GpuSpec.h"
 #include "model/Search.h"

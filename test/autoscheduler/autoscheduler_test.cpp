@@ -8,7 +8,7 @@
 
 #include "Halide.h"
 
-#include "autoscheduler/CandidateRequest.h"
+#include "autoscheduler/Requests.h"
 
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
@@ -270,6 +270,22 @@ TEST(Autoscheduler, TuningAppliesTheRequestedCandidate) {
     EXPECT_NE(c.source.find("candidate 2 (tuning)"), std::string::npos) << c.source;
     EXPECT_NE(a.source.find("the model's choice"), std::string::npos) << a.source;
     EXPECT_NO_THROW(third.pipeline.compile_to_module(third.args, "gemm_candidate_2", t));
+}
+
+TEST(Autoscheduler, RequestedGpuIsModelled) {
+    Built b = gemm(512, 512, 512);
+    alcop::autoscheduler::request_gpu(b.pipeline.outputs()[0], "V100");
+    Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
+    EXPECT_NE(s.log.find("model: V100"), std::string::npos) << s.log;
+
+    Built unknown = gemm(512, 512, 512);
+    alcop::autoscheduler::request_gpu(unknown.pipeline.outputs()[0], "TPU");
+    try {
+        unknown.pipeline.auto_schedule("Alcop", Target("host-cuda-cuda_capability_80"));
+        FAIL() << "an unknown GPU was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("names no GPU the model knows"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {

@@ -1,0 +1,38 @@
+#ifndef ALCOP_AUTOSCHEDULER_REQUESTS_H
+#define ALCOP_AUTOSCHEDULER_REQUESTS_H
+
+/** \file
+ * Requests to the Alcop autoscheduler recorded on a pipeline's output Func (trace tags, like
+ * alcop::pipeline's), so that they reach the plugin from a Generator, where the environment of
+ * the build cannot differ per library. They override the environment (AlcopAutoscheduler.h,
+ * Options::from_environment). Header-only: a generator uses them without linking the
+ * autoscheduler, which the plugin brings.
+ */
+
+#include "Error.h"
+
+#include <string>
+
+namespace alcop {
+namespace autoscheduler {
+
+inline const std::string candidate_tag = "alcop.autoscheduler.candidate ";
+inline const std::string gpu_tag = "alcop.autoscheduler.gpu ";
+
+/** Tuning: apply the `rank`-th candidate (0: the model's choice; the order is
+ * AlcopAutoscheduler.h's) to the pipeline whose output is `output`. */
+inline void request_candidate(Halide::Func output, int rank) {
+    user_assert(rank >= 0) << "request_candidate(" << output.name() << ", " << rank << "): the rank is at least 0.\n";
+    output.add_trace_tag(candidate_tag + std::to_string(rank));
+}
+
+/** Model `gpu` (a name model::find_gpu knows, e.g. "H200") instead of the target's GPU: Halide
+ * 14's CUDA targets stop at sm_86, so an sm_90 GPU can only be named. */
+inline void request_gpu(Halide::Func output, const std::string &gpu) {
+    output.add_trace_tag(gpu_tag + gpu);
+}
+
+}  // namespace autoscheduler
+}  // namespace alcop
+
+#endif
