@@ -6,6 +6,7 @@ set -euo pipefail
 build=${1:-build}
 "$build/tools/alcop_inspect" gemm stages=3
 # Both levels: register fragments double-buffered under the shared pipeline.
+echo "=== the same with both levels (register_stages=2) ==="
 "$build/tools/alcop_inspect" gemm stages=3 register_stages=2 | sed -n '/^after:/,$p'
 if command -v nvidia-smi > /dev/null && nvidia-smi > /dev/null 2>&1; then
     "$build/apps/bench/alcop_bench_cuda" --size large --runs 20
