@@ -155,8 +155,8 @@ public:
 
 /** The statement of a streaming loop's body that is one step of its fragments: reached
  * through lets, consume markers and the one statement of each block that produces fragments,
- * it is the block (or statement) in which the fragments' produce nodes stand. Undefined when
- * anything else (an if, a loop) lies on the way. */
+ * it is the block in which the fragments' produce nodes stand (with their consumers, which
+ * Halide puts next to them). Undefined when anything else (an if, a loop) lies on the way. */
 Stmt one_step_body(const Stmt &loop_body, const std::set<std::string> &fragments) {
     auto is_fragment_producer = [&](const Stmt &s) {
         const ProducerConsumer *pc = s.as<ProducerConsumer>();
@@ -168,8 +168,6 @@ Stmt one_step_body(const Stmt &loop_body, const std::set<std::string> &fragments
             s = l->body;
         } else if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
             s = pc->body;
-        } else if (is_fragment_producer(s)) {
-            return s;
         } else if (s.as<Block>()) {
             std::vector<Stmt> pieces;
             for (Stmt b = s; b.defined();) {
