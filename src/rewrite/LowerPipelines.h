@@ -34,6 +34,11 @@
  * end is loaded. How a copy is emitted (cp.async, staged through registers, or synchronous) is
  * the CopyLowering's business; the registers it stages through are allocated around the loop.
  *
+ * Register level (FragmentAnalysis.h, PipelineFragments.h): each fragment loop is unrolled
+ * with its register slots. When it is the last consumer of a pipelined loop, it composes: the
+ * wait and barrier that end iteration k move into its steps, just before the loads of tile
+ * k + 1's first fragments, and its register prologue follows the shared one.
+ *
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */
 
