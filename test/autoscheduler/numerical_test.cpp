@@ -30,19 +30,12 @@ namespace {
 
 using Halide::Runtime::Buffer;
 
+using reference::poisoned;
+
+/** Fills b from a generator seeded with `seed` (test/common/Reference.h). */
 void fill_random(Buffer<float> &b, unsigned seed) {
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    b.for_each_value([&](float &v) { v = dist(rng); });
-    // for_each_value writes through raw pointers: the host copy is the newer one.
-    b.set_host_dirty();
-}
-
-Buffer<float> poisoned(const std::vector<int> &sizes) {
-    Buffer<float> out(sizes);
-    out.fill(std::nanf(""));
-    out.set_host_dirty();
-    return out;
+    reference::fill_random(b, rng);
 }
 
 struct MatShape {

@@ -8,8 +8,6 @@
 #include "HalideBuffer.h"
 #include "Reference.h"
 
-#include <cmath>
-#include <random>
 
 namespace reference {
 
@@ -19,18 +17,12 @@ using GemmFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
  * batch > 0); -1 if the pipeline returns an error. */
 inline int gemm_mismatches(GemmFn fn, int m, int n, int k, int batch = 0) {
     std::mt19937 rng(m * 131 + n * 17 + k);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    auto matrix = [&](int columns, int rows) {
-        return batch ? Halide::Runtime::Buffer<float>(columns, rows, batch) : Halide::Runtime::Buffer<float>(columns, rows);
+    auto sizes = [&](int columns, int rows) {
+        return batch ? std::vector<int>{columns, rows, batch} : std::vector<int>{columns, rows};
     };
-    Halide::Runtime::Buffer<float> a = matrix(k, m), b = matrix(n, k), out = matrix(n, m);
-    a.for_each_value([&](float &v) { v = dist(rng); });
-    b.for_each_value([&](float &v) { v = dist(rng); });
-    out.fill(std::nanf(""));
-    // for_each_value writes through raw pointers: tell the runtime the host copies are newer.
-    a.set_host_dirty();
-    b.set_host_dirty();
-    out.set_host_dirty();
+    Halide::Runtime::Buffer<float> a(sizes(k, m)), b(sizes(n, k)), out = poisoned(sizes(n, m));
+    fill_random(a, rng);
+    fill_random(b, rng);
     if (fn(a, b, out) != 0) return -1;
     out.copy_to_host();
     return matmul_mismatches(a, b, out);

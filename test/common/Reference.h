@@ -9,8 +9,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 namespace reference {
+
+/** Fills b with values uniform in [-1, 1) drawn from rng. for_each_value writes through raw
+ * pointers, so the host copy is then marked as the newer one. */
+inline void fill_random(Halide::Runtime::Buffer<float> &b, std::mt19937 &rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    b.for_each_value([&](float &v) { v = dist(rng); });
+    b.set_host_dirty();
+}
+
+/** An output of these sizes full of NaN, so that an element the pipeline does not write is
+ * never close to its reference. */
+inline Halide::Runtime::Buffer<float> poisoned(const std::vector<int> &sizes) {
+    Halide::Runtime::Buffer<float> out(sizes);
+    out.fill(std::nanf(""));
+    out.set_host_dirty();
+    return out;
+}
 
 inline bool close(float got, double ref, double scale) {
     return std::abs(got - ref) <= 1e-4 * std::max(scale, 1e-6);

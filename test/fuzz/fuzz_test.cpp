@@ -52,9 +52,7 @@ int draw_size(std::mt19937 &rng) {
 
 Buffer<float> random_buffer(std::mt19937 &rng, std::vector<int> shape) {
     Buffer<float> b(shape);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    b.for_each_value([&](float &v) { v = dist(rng); });
-    b.set_host_dirty();
+    reference::fill_random(b, rng);
     return b;
 }
 
@@ -72,9 +70,7 @@ TEST(Fuzz, PipelinedMatchesReferenceAndUnpipelined) {
             out_shape.push_back(batch);
         }
         Buffer<float> a = random_buffer(rng, a_shape), b = random_buffer(rng, b_shape);
-        Buffer<float> out(out_shape);
-        out.fill(std::nanf(""));
-        out.set_host_dirty();
+        Buffer<float> out = reference::poisoned(out_shape);
         ASSERT_EQ(v.fn(a, b, out), 0) << v.name;
         out.copy_to_host();
 

@@ -26,14 +26,10 @@ struct ConvShape {
 int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
     const int oh = (s.h + 2 * pad - s.kh) / stride + 1, ow = (s.w + 2 * pad - s.kw) / stride + 1;
     std::mt19937 rng(s.ci * 7 + s.co);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    Buffer<float> input(s.ci, s.w, s.h, s.n), filter(s.co, s.ci, s.kw, s.kh), out(s.co, ow * oh * s.n);
-    input.for_each_value([&](float &v) { v = dist(rng); });
-    filter.for_each_value([&](float &v) { v = dist(rng); });
-    out.fill(std::nanf(""));
-    input.set_host_dirty();
-    filter.set_host_dirty();
-    out.set_host_dirty();
+    Buffer<float> input(s.ci, s.w, s.h, s.n), filter(s.co, s.ci, s.kw, s.kh);
+    Buffer<float> out = reference::poisoned({s.co, ow * oh * s.n});
+    reference::fill_random(input, rng);
+    reference::fill_random(filter, rng);
     EXPECT_EQ(fn(input, filter, out), 0);
     out.copy_to_host();
 
