@@ -60,13 +60,12 @@ class InjectPipelines : public IRMutator {
     // The address of each pipelined buffer of the loops being rewritten.
     std::map<std::string, SlotAddress> addresses;
 
-    // Register level: the fragment loops, the stages of each fragment's registers, and the
-    // register prologue of the last fragment loop that composed with a shared pipeline.
+    // Register level: the fragment loops (and one-step bodies, and which of those composed),
+    // and the stages of each fragment's registers.
     std::map<const For *, const FragmentLoop *> fragment_loops;
     std::map<const IRNode *, const FragmentLoop *> one_step_bodies;  // FragmentLoop::one_step
     std::set<const FragmentLoop *> composed_one_steps;
     std::map<const Allocate *, int> fragment_storage;
-    Stmt fragment_prologue;
 
     /** `index` moved into the slot of iteration k (a store; its producer is later moved to
      * iteration k + d) or read in iteration k (a load). */
@@ -141,7 +140,7 @@ class InjectPipelines : public IRMutator {
 
     Stmt visit(const For *op) override {
         if (auto f = fragment_loops.find(op); f != fragment_loops.end()) {
-            return fragment_loop(*f->second, nullptr);
+            return fragment_loop(*f->second, nullptr).steps;
         }
         auto it = loops.find(op);
         if (it == loops.end()) {
@@ -226,7 +225,7 @@ class InjectPipelines : public IRMutator {
             if (body.roles[i] == StmtRole::Compute) last_compute = i;
         }
         SharedLoopContext composition{op->name, op->min, end, sequence(publish), {}};
-        bool composed = false;
+        Stmt register_prologue;  // defined once a fragment pipeline composed
         bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
         for (size_t i = 0; i < body.stmts.size(); i++) {
             switch (body.roles[i]) {
@@ -243,7 +242,7 @@ class InjectPipelines : public IRMutator {
                 break;
             }
             case StmtRole::Compute:
-                steady.push_back(i == last_compute ? mutate_last_consumer(body.stmts[i], composition, composed)
+                steady.push_back(i == last_compute ? mutate_last_consumer(body.stmts[i], composition, register_prologue)
                                                    : mutate(body.stmts[i]));
                 keep_barrier = true;
                 break;
@@ -252,8 +251,8 @@ class InjectPipelines : public IRMutator {
         for (const BufferPlan &b : plan.buffers) {
             addresses.erase(b.func);
         }
-        if (composed) {
-            prologue.push_back(fragment_prologue);
+        if (register_prologue.defined()) {
+            prologue.push_back(register_prologue);
         } else {
             steady.insert(steady.end(), publish.begin(), publish.end());
         }
@@ -272,30 +271,28 @@ class InjectPipelines : public IRMutator {
      * lets and consume markers only, and that loop's compute reads registers only, the
      * fragment pipeline composes with the shared one: after it, nothing reads the slot of
      * the current tile, so the shared wait and barrier may move into it. */
-    Stmt mutate_last_consumer(const Stmt &s, SharedLoopContext &composition, bool &composed) {
+    Stmt mutate_last_consumer(const Stmt &s, SharedLoopContext &composition, Stmt &register_prologue) {
         if (auto it = one_step_bodies.find(s.get());
             it != one_step_bodies.end() && !compute_reads_pipelined_tiles(*it->second)) {
-            composed = true;
             composed_one_steps.insert(it->second);
-            return fragment_loop(*it->second, &composition);
+            return compose(*it->second, composition, register_prologue);
         }
         if (const LetStmt *l = s.as<LetStmt>()) {
             Expr value = mutate(l->value);
             composition.lets.emplace_back(l->name, value);
-            Stmt body = mutate_last_consumer(l->body, composition, composed);
+            Stmt body = mutate_last_consumer(l->body, composition, register_prologue);
             composition.lets.pop_back();
             return LetStmt::make(l->name, value, body);
         }
         if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
-            return ProducerConsumer::make_consume(pc->name, mutate_last_consumer(pc->body, composition, composed));
+            return ProducerConsumer::make_consume(pc->name, mutate_last_consumer(pc->body, composition, register_prologue));
         }
         const For *f = s.as<For>();
         auto it = f ? fragment_loops.find(f) : fragment_loops.end();
         if (it == fragment_loops.end() || compute_reads_pipelined_tiles(*it->second)) {
             return mutate(s);
         }
-        composed = true;
-        return fragment_loop(*it->second, &composition);
+        return compose(*it->second, composition, register_prologue);
     }
 
     bool compute_reads_pipelined_tiles(const FragmentLoop &loop) const {
@@ -320,15 +317,19 @@ class InjectPipelines : public IRMutator {
         return reads.found;
     }
 
-    Stmt fragment_loop(const FragmentLoop &loop, const SharedLoopContext *composition) {
+    FragmentPipeline fragment_loop(const FragmentLoop &loop, const SharedLoopContext *composition) {
         std::vector<Stmt> pieces;
         for (const Stmt &s : loop.body.stmts) {
             pieces.push_back(mutate(s));
         }
-        FragmentPipeline p = pipeline_fragments(loop, pieces, composition, options.fault);
-        if (composition) {
-            fragment_prologue = p.prologue;
-        }
+        return pipeline_fragments(loop, pieces, composition, options.fault);
+    }
+
+    /** The fragment pipeline of `loop` composed with the shared one: its steps, and its
+     * register prologue for after the shared prologue. */
+    Stmt compose(const FragmentLoop &loop, const SharedLoopContext &composition, Stmt &register_prologue) {
+        FragmentPipeline p = fragment_loop(loop, &composition);
+        register_prologue = p.prologue;
         return p.steps;
     }
 
