@@ -48,9 +48,7 @@ public:
         if (candidate > 0) {
             alcop::autoscheduler::request_candidate(out, candidate);
         }
-        if (!std::string(gpu).empty()) {
-            alcop::autoscheduler::request_gpu(out, gpu);
-        }
+        alcop::autoscheduler::request_gpu(out, gpu);
 
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
@@ -117,9 +115,7 @@ public:
         // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
         RDom r(0, A.dim(0).extent(), "r");
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
-        if (!std::string(gpu).empty()) {
-            alcop::autoscheduler::request_gpu(out, gpu);
-        }
+        alcop::autoscheduler::request_gpu(out, gpu);
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
@@ -147,9 +143,7 @@ public:
         conv(co, x, y, n) = 0.0f;
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
-        if (!std::string(gpu).empty()) {
-            alcop::autoscheduler::request_gpu(out, gpu);
-        }
+        alcop::autoscheduler::request_gpu(out, gpu);
 
         const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});

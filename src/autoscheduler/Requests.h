@@ -27,9 +27,9 @@ inline void request_candidate(Halide::Func output, int rank) {
 }
 
 /** Model `gpu` (a name model::find_gpu knows, e.g. "H200") instead of the target's GPU: Halide
- * 14's CUDA targets stop at sm_86, so an sm_90 GPU can only be named. */
+ * 14's CUDA targets stop at sm_86, so an sm_90 GPU can only be named. "" asks nothing. */
 inline void request_gpu(Halide::Func output, const std::string &gpu) {
-    output.add_trace_tag(gpu_tag + gpu);
+    if (!gpu.empty()) output.add_trace_tag(gpu_tag + gpu);
 }
 
 }  // namespace autoscheduler
