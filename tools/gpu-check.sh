@@ -1,48 +1,92 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with an NVIDIA GPU and the binaries built here (Halide is not
 # needed there), checks every CUDA variant against a reference, prints the benchmark table,
-# and runs compute-sanitizer's racecheck and synccheck on a small pipelined run.
+# shows that GEMM pipelines broken on purpose are caught, and runs compute-sanitizer's racecheck
+# and synccheck on the pipelined variants (and racecheck on a pipeline missing its barrier, which
+# it must flag).
 #
 #   tools/gpu-check.sh OUT_DIR [BUILD_DIR]
 #
 # BUILD_DIR (default: build) must hold apps/bench/alcop_bench_cuda. Writes OUT_DIR/bench.txt,
-# OUT_DIR/racecheck.txt, OUT_DIR/synccheck.txt and OUT_DIR/summary.txt; exits non-zero when any
-# check fails. Takes a few minutes.
+# faults.txt, racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
+# when any check fails. Takes a few minutes.
 set -uo pipefail
 out=${1:?usage: tools/gpu-check.sh OUT_DIR [BUILD_DIR]}
 build=${2:-build}
 bench="$build/apps/bench/alcop_bench_cuda"
 mkdir -p "$out"
 status=0
+note() { echo "$*" | tee -a "$out/summary.txt"; }
+
+# cuBLAS, cuDNN and cudart (the anchors) are loaded with dlopen: find them in the toolkit or in
+# Python wheels (nvidia-cublas, nvidia-cudnn) where the machine has them.
+libdirs=$(find -H /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+              \( -name 'libcublas.so*' -o -name 'libcudnn.so*' -o -name 'libcudart.so*' \) 2>/dev/null |
+          xargs -r -n1 dirname | xargs -r realpath | sort -u | paste -sd: -)
+export LD_LIBRARY_PATH="${libdirs:+$libdirs:}${LD_LIBRARY_PATH:-}"
+
 {
     echo "== GPU"
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "nvidia-smi failed"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 ||
+        echo "nvidia-smi failed"
+    echo "library folders found for the anchors: ${libdirs:-none}"
 } > "$out/summary.txt"
+cat "$out/summary.txt"
 
-echo "== correctness and benchmark (large shapes, median of 20 runs)" | tee -a "$out/summary.txt"
-if timeout 300 "$bench" --size large --runs 20 > "$out/bench.txt" 2>&1; then
-    echo "bench: all variants correct" >> "$out/summary.txt"
+# $1: name, $2: seconds, $3: file, then the command. Returns the command's status.
+step() {
+    local name=$1 seconds=$2 file=$3
+    shift 3
+    echo "== $name"
+    timeout "$seconds" "$@" > "$out/$file" 2>&1
+    local rc=$?
+    cat "$out/$file"
+    return $rc
+}
+
+if step "correctness and benchmark (large shapes, median of 20 runs)" 240 bench.txt "$bench" --size large --runs 20; then
+    note "bench: all variants correct"
 else
-    echo "bench: FAILED (exit $?)" >> "$out/summary.txt"
+    note "bench: FAILED (exit $?)"
     status=1
 fi
-cat "$out/bench.txt"
 
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
-    /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1 || true)
+if step "broken pipelines (each must be caught)" 60 faults.txt "$bench" --faults --size large --runs 3; then
+    note "faults: every broken pipeline caught by the numbers"
+else
+    note "faults: FAILED (exit $?: a fault not caught, or the correct pipeline wrong)"
+    status=1
+fi
+
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
+    /usr/local/cuda*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1 || true)
+if [ -z "$sanitizer" ] || [ ! -x "$sanitizer" ]; then
+    note "racecheck, synccheck: compute-sanitizer not found, not run"
+    cat "$out/summary.txt"
+    exit $status
+fi
+pipelined="stages 1,ALCOP s3,ALCOP deep,ALCOP auto"
 for tool in racecheck synccheck; do
-    if [ -n "$sanitizer" ] && [ -x "$sanitizer" ]; then
-        timeout 120 "$sanitizer" --tool "$tool" --error-exitcode 3 "$bench" --size tiny --runs 1 > "$out/$tool.txt" 2>&1
-        rc=$?
-        if [ $rc -eq 0 ]; then
-            echo "$tool: clean" >> "$out/summary.txt"
-        else
-            echo "$tool: FAILED (exit $rc)" >> "$out/summary.txt"
-            status=1
-        fi
+    step "$tool on the pipelined variants (tiny shapes)" 60 $tool.txt \
+        "$sanitizer" --tool $tool --error-exitcode 3 "$bench" --size tiny --runs 1 --only "$pipelined"
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        note "$tool: clean"
     else
-        echo "$tool: compute-sanitizer not found, not run" >> "$out/summary.txt"
+        note "$tool: FAILED (exit $rc)"
+        status=1
     fi
 done
+# The checker must bite: without the barrier between the copies and the compute, racecheck has
+# to report hazards (exit 3).
+step "racecheck on a pipeline without its barrier (must report hazards)" 60 racecheck_fault.txt \
+    "$sanitizer" --tool racecheck --error-exitcode 3 "$bench" --faults --size tiny --runs 1 --only drop_bar
+rc=$?
+if [ $rc -eq 3 ]; then
+    note "racecheck catches the missing barrier"
+else
+    note "racecheck on the missing barrier: FAILED (exit $rc, expected 3)"
+    status=1
+fi
 cat "$out/summary.txt"
 exit $status

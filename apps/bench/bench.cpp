@@ -10,8 +10,13 @@
 // model's prediction for the modelled GPU (H200 by default), so that the model can be validated
 // where a GPU is lent.
 //
-//   alcop_bench_cuda   [--size tiny|small|large] [--runs N]   (a GPU; the GPU check runs it)
-//   alcop_bench_opencl [--size tiny|small|large] [--runs N]   (pocl on the CPU: emulation)
+//   alcop_bench_cuda   [--size tiny|small|large] [--runs N] [--only VARIANTS] [--faults]
+//   alcop_bench_opencl [--size tiny|small|large] [--runs N] [--only VARIANTS]
+//
+// --only runs the rows of the variants named (comma-separated, e.g. "ALCOP s3,ALCOP deep" under a
+// sanitizer). --faults (CUDA) runs,
+// instead of the table, GEMM pipelines broken on purpose, whose copies really are asynchronous
+// on a GPU: each must be caught (wrong outputs), and the exit status says whether all were.
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
@@ -31,6 +36,10 @@
 #include "gemm_cuda_auto_c2.h"
 #include "gemm_cuda_auto_c3.h"
 #include "gemm_cuda_deep.h"
+#include "gemm_cuda_fault_drop_barrier.h"
+#include "gemm_cuda_fault_drop_wait.h"
+#include "gemm_cuda_fault_missing_war_barrier.h"
+#include "gemm_cuda_fault_wait_one_group_short.h"
 #include "gemm_cuda_li2018.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
@@ -182,6 +191,7 @@ struct Variant {
     std::function<void()> sync;              // waits for it
     std::function<void()> poison;            // NaN into the output, so that unwritten outputs count
     std::function<const float *()> result;   // the output, on the host
+    bool broken = false;                     // a fault: correct when it is caught (wrong outputs)
 };
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
@@ -432,12 +442,32 @@ private:
 }  // namespace
 
 int main(int argc, char **argv) {
-    std::string size = "small";
+    std::string size = "small", only;
     int runs = 20;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--size")) size = argv[i + 1];
-        if (!strcmp(argv[i], "--runs")) runs = std::max(1, atoi(argv[i + 1]));
+    bool faults = false;
+    for (int i = 1; i < argc; i++) {
+        const bool has_value = i + 1 < argc;
+        if (!strcmp(argv[i], "--faults")) {
+            faults = true;
+        } else if (has_value && !strcmp(argv[i], "--size")) {
+            size = argv[++i];
+        } else if (has_value && !strcmp(argv[i], "--runs")) {
+            runs = std::max(1, atoi(argv[++i]));
+        } else if (has_value && !strcmp(argv[i], "--only")) {
+            only = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--size tiny|small|large] [--runs N] [--only VARIANTS] [--faults]\n", argv[0]);
+            return 2;
+        }
     }
+#ifndef ALCOP_BENCH_CUDA
+    if (faults) {
+        // On pocl the copies are synchronous, so most faults are invisible: test/opencl's
+        // fault_test emulates asynchronous copies instead.
+        fprintf(stderr, "--faults needs the CUDA build\n");
+        return 2;
+    }
+#endif
     // Shapes: GEMM; attention QK^T and PV (batch 12, as in ALCOP's evaluation); ResNet-50
     // 3x3 convolutions (batch 1 for the small sizes). "tiny" is for sanitizers.
     std::vector<Problem> problems;
@@ -478,6 +508,7 @@ int main(int argc, char **argv) {
     bool all_correct = true;
     std::mt19937 rng(1);
     for (const Problem &p : problems) {
+        if (faults && (p.conv_kh || p.batch > 1)) continue;
         Operands o = make_operands(p, rng);
         Fn plain, pipelined, autoscheduled;
         if (p.conv_kh) {
@@ -491,7 +522,7 @@ int main(int argc, char **argv) {
         bool has_anchor = false;  // variants[0] is the library's
 #ifdef ALCOP_BENCH_CUDA
         std::unique_ptr<Anchor> anchor;
-        if (p.conv_kh ? vendor.cudnn : vendor.cublas) {
+        if (!faults && (p.conv_kh ? vendor.cudnn : vendor.cublas)) {
             anchor = std::make_unique<Anchor>(vendor, p, o);
             if (anchor->ok) {
                 variants.push_back(anchor->variant());
@@ -503,14 +534,29 @@ int main(int argc, char **argv) {
 #endif
         variants.push_back(halide_variant("stages 1", 1, plain, &o.a, &o.b, &o.out));
         variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
-        variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
-                                          p.conv_kh ? &o.out_4d : &o.out));
-        if (!p.conv_kh && p.batch == 1) {
+#ifdef ALCOP_BENCH_CUDA
+        if (faults) {
+            // Beside the correct stages-3 pipeline, the same one broken in four ways.
+            const std::pair<const char *, Fn> broken[] = {{"drop_wait", gemm_cuda_fault_drop_wait},
+                                                          {"wait_short", gemm_cuda_fault_wait_one_group_short},
+                                                          {"drop_bar", gemm_cuda_fault_drop_barrier},
+                                                          {"war_bar", gemm_cuda_fault_missing_war_barrier}};
+            for (const auto &[name, fn] : broken) {
+                variants.push_back(halide_variant(name, 3, fn, &o.a, &o.b, &o.out));
+                variants.back().broken = true;
+            }
+        }
+#endif
+        if (!faults) {
+            variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
+                                              p.conv_kh ? &o.out_4d : &o.out));
+        }
+        if (!faults && !p.conv_kh && p.batch == 1) {
             // Halide 14's own GPU autoscheduler on the same plainly written GEMM.
             variants.push_back(halide_variant("Li2018", 0, VARIANT(gemm, li2018), &o.a, &o.b, &o.out));
         }
 #ifdef ALCOP_BENCH_CUDA
-        if (!p.conv_kh && p.batch == 1) {
+        if (!faults && !p.conv_kh && p.batch == 1) {
             // Both levels with 128 x 128 tiles: 4 shared stages of 16 KB, more than Halide's
             // 48 KB default, so this build raises the kernel's limit (SharedMemoryOptIn.h).
             alcop::model::Schedule deep;
@@ -529,11 +575,14 @@ int main(int argc, char **argv) {
         std::vector<std::pair<std::string, double>> candidates;  // "ALCOP auto" and the tuned ranks
         for (const Variant &v : variants) {
             const bool is_anchor = has_anchor && &v == &variants[0];
+            if (!only.empty() && ("," + only + ",").find("," + v.name + ",") == std::string::npos) continue;
             v.poison();
             if (const int status = v.run()) {
+                // The other rows still run (a launch refused for its shared memory, say, leaves
+                // the context usable); an anchor's failure only loses the ratios to it.
                 printf("%-32s %-10s returned status %d\n", p.name.c_str(), v.name.c_str(), status);
-                if (is_anchor) continue;  // the variants still run, without the ratio to it
-                return 2;                 // no device, most likely
+                all_correct = all_correct && is_anchor;
+                continue;
             }
             v.sync();
             const int wrong = wrong_outputs(o, v.result(), rng);
@@ -542,12 +591,15 @@ int main(int argc, char **argv) {
             if (v.stages == 1) base_ms = ms;
             if (v.name.rfind("ALCOP auto", 0) == 0 || v.name.rfind("auto #", 0) == 0) candidates.emplace_back(v.name, ms);
             char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
-            if (!is_anchor) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
+            if (!is_anchor && !std::isnan(base_ms)) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
             if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.schedule));
-            printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %7s\n", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
-                   speedup, vs_lib, model, wrong ? "WRONG" : "ok");
-            all_correct = all_correct && !wrong;
+            // A fault is caught when some sampled output is wrong.
+            const char *check = v.broken ? (wrong ? "caught" : "MISSED") : (wrong ? "WRONG" : "ok");
+            printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %7s", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
+                   speedup, vs_lib, model, check);
+            printf(wrong ? " (%d of %d sampled outputs wrong)\n" : "\n", wrong, std::min(o.nx * o.ny * o.nz, 2000));
+            all_correct = all_correct && (v.broken ? wrong > 0 : wrong == 0);
         }
         if (candidates.size() > 1 && p.m == 2048 && p.n == 2048 && p.k == 2048) {
             // The tuning result at the shape the candidates were built for: how far the model's
