@@ -31,6 +31,9 @@ public:
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
     // The GPU the autoscheduler models ("": the target's; see Requests.h).
     GeneratorParam<std::string> gpu{"gpu", ""};
+    // The launch limits it assumes: "optin" where the app links apps/common/CudaOptIn ("": the
+    // runtime's defaults; see Requests.h).
+    GeneratorParam<std::string> limits{"limits", ""};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
@@ -49,6 +52,7 @@ public:
             alcop::autoscheduler::request_candidate(out, candidate);
         }
         alcop::autoscheduler::request_gpu(out, gpu);
+        alcop::autoscheduler::request_limits(out, limits);
 
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
@@ -105,7 +109,7 @@ private:
 class Bmm : public Generator<Bmm> {
 public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
-    GeneratorParam<std::string> gpu{"gpu", ""};  // as in as_gemm
+    GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
 
     Input<Buffer<float>> A{"A", 3};
     Input<Buffer<float>> B{"B", 3};
@@ -116,6 +120,7 @@ public:
         RDom r(0, A.dim(0).extent(), "r");
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
         alcop::autoscheduler::request_gpu(out, gpu);
+        alcop::autoscheduler::request_limits(out, limits);
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
@@ -131,7 +136,7 @@ public:
     // The estimates (of the output; the 3 x 3 filter is fixed). The defaults, 8 x 8 outputs:
     // the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
     GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
-    GeneratorParam<std::string> gpu{"gpu", ""};  // as in as_gemm
+    GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
 
     Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
     Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
@@ -144,6 +149,7 @@ public:
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
         alcop::autoscheduler::request_gpu(out, gpu);
+        alcop::autoscheduler::request_limits(out, limits);
 
         const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});

@@ -9,7 +9,8 @@
 #
 # BUILD_DIR (default: build) must hold apps/bench/alcop_bench_cuda. Writes OUT_DIR/bench.txt,
 # faults.txt, racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
-# when any check fails. Takes a few minutes.
+# when any check fails (a wrong result, a fault not caught, a hazard, a kernel of ours that
+# spills). Takes about a minute.
 set -uo pipefail
 out=${1:?usage: tools/gpu-check.sh OUT_DIR [BUILD_DIR]}
 build=${2:-build}
@@ -50,6 +51,10 @@ else
     note "bench: FAILED (exit $?)"
     status=1
 fi
+# Local memory in our kernels (a spill, or an array left out of registers) is a performance bug.
+spills=$(grep "^kernels with local memory" "$out/bench.txt" || echo "kernels with local memory (spills): not reported")
+note "$spills"
+case "$spills" in *": none") ;; *) status=1 ;; esac
 
 if step "broken pipelines (each must be caught)" 60 faults.txt "$bench" --faults --size large --runs 3; then
     note "faults: every broken pipeline caught by the numbers"

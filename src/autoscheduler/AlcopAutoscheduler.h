@@ -95,7 +95,9 @@ struct Options {
     /** The defaults, overridden by the environment:
      *  ALCOP_AUTOSCHEDULER_VERBOSE=1  print the top candidates (ALCOP_AUTOSCHEDULER_TOP=n of them)
      *  ALCOP_AUTOSCHEDULER_GPU=A100   the GPU the model predicts for (see model::find_gpu)
-     *  ALCOP_AUTOSCHEDULER_SMEM=optin the opt-in shared-memory limit instead of Halide's 48 KiB
+     *  ALCOP_AUTOSCHEDULER_LIMITS=optin the launch limits of an app linking apps/common/CudaOptIn
+     *                                 (shared memory up to the GPU's maximum, 255 registers)
+     *                                 instead of Halide's runtime defaults (48 KiB, 64 registers)
      *  ALCOP_AUTOSCHEDULER_CANDIDATE=n apply the n-th candidate instead of the model's choice */
     static Options from_environment();
 };

@@ -163,20 +163,28 @@ std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOp
                       threads, gpu.max_threads_per_block, gpu.name.c_str());
     }
     const int64_t smem = s.smem_bytes();
-    const int64_t limit = smem_limit_bytes(gpu, options.smem_limit);
+    const int64_t limit = smem_limit_bytes(gpu, options.limits);
     if (smem > limit) {
         std::string msg = format("needs %lld B of shared memory per block (%d stages x %lld B), over the %s limit of %s on %s",
                                  (long long)smem, s.smem_stages, (long long)s.bytes_per_stage(),
-                                 to_string(options.smem_limit), kib(limit).c_str(), gpu.name.c_str());
-        if (options.smem_limit == SmemLimit::HalideDefault && smem <= gpu.smem_per_block_optin) {
+                                 to_string(options.limits), kib(limit).c_str(), gpu.name.c_str());
+        if (options.limits == RuntimeLimits::HalideDefault && smem <= gpu.smem_per_block_optin) {
             msg += format("; it would fit under the opt-in maximum of %s", kib(gpu.smem_per_block_optin).c_str());
         }
         return msg;
     }
     *regs = estimate_registers(s, gpu);
-    if (*regs > gpu.max_registers_per_thread) {
-        return format("needs about %d registers per thread, more than the %d maximum (it would spill)",
-                      *regs, gpu.max_registers_per_thread);
+    const int reg_limit = register_limit(gpu, options.limits);
+    if (*regs > reg_limit) {
+        std::string msg = format("needs about %d registers per thread, more than the %d %s (it would spill)", *regs,
+                                 reg_limit,
+                                 options.limits == RuntimeLimits::HalideDefault ?
+                                     "Halide's CUDA runtime lets the driver allocate" :
+                                     "maximum");
+        if (options.limits == RuntimeLimits::HalideDefault && *regs <= gpu.max_registers_per_thread) {
+            msg += format("; it would fit with the opt-in (up to %d)", gpu.max_registers_per_thread);
+        }
+        return msg;
     }
     const int warps = threads / gpu.warp_size;
     const int64_t regs_per_warp = round_up(int64_t(*regs) * gpu.warp_size, gpu.register_alloc_unit);
@@ -327,12 +335,17 @@ bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options, st
 
 
 
-int64_t smem_limit_bytes(const GpuSpec &gpu, SmemLimit limit) {
-    return limit == SmemLimit::OptIn ? gpu.smem_per_block_optin : gpu.smem_per_block_default;
+int64_t smem_limit_bytes(const GpuSpec &gpu, RuntimeLimits limits) {
+    return limits == RuntimeLimits::OptIn ? gpu.smem_per_block_optin : gpu.smem_per_block_default;
 }
 
-const char *to_string(SmemLimit limit) {
-    return limit == SmemLimit::OptIn ? "opt-in maximum" : "Halide runtime default";
+int register_limit(const GpuSpec &gpu, RuntimeLimits limits) {
+    return limits == RuntimeLimits::OptIn ? gpu.max_registers_per_thread :
+                                            std::min(kHalideRuntimeRegisterCap, gpu.max_registers_per_thread);
+}
+
+const char *to_string(RuntimeLimits limits) {
+    return limits == RuntimeLimits::OptIn ? "opt-in maximum" : "Halide runtime default";
 }
 
 int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
@@ -433,8 +446,9 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
     r.clock_ghz = gpu.clock_ghz;
     r.threads = s.threads();
     r.smem_per_block = s.smem_bytes();
-    r.smem_limit_kind = options.smem_limit;
-    r.smem_limit = smem_limit_bytes(gpu, options.smem_limit);
+    r.limits = options.limits;
+    r.smem_limit = smem_limit_bytes(gpu, options.limits);
+    r.register_limit = register_limit(gpu, options.limits);
 
     if (p.batch <= 0 || p.m <= 0 || p.n <= 0 || p.k <= 0) {
         return reject(r, "the problem has a non-positive dimension");
@@ -581,9 +595,10 @@ std::string Prediction::explain() const {
     if (!feasible) {
         return out + "infeasible: " + reason + ".";
     }
-    out += format("%d threads, %s of shared memory per block (%d x %lld B; limit %s, %s) and %d registers per thread (%d allocated). ",
+    out += format("%d threads, %s of shared memory per block (%d x %lld B; limit %s, %s) and %d registers per thread "
+                  "(%d allocated; limit %d). ",
                   threads, kib(smem_per_block).c_str(), s.smem_stages, (long long)s.bytes_per_stage(),
-                  kib(smem_limit).c_str(), to_string(smem_limit_kind), regs_estimated, occ.regs_allocated);
+                  kib(smem_limit).c_str(), to_string(limits), regs_estimated, occ.regs_allocated, register_limit);
     out += format("Occupancy %d blocks/SM (%.0f%% of warps), limited by %s (smem allows %d, registers %d, threads %d, slots %d); "
                   "%lld blocks make %.2f waves. ",
                   occ.blocks_per_sm, 100.0 * occ.fraction, to_string(occ.limiter), occ.by_smem,

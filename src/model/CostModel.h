@@ -124,25 +124,33 @@ struct Schedule {
  * evenly over the threads. On failure writes why to *why (if given). */
 bool structurally_valid(const Schedule &s, std::string *why = nullptr);
 
-/** Which per-block shared-memory limit applies. Halide 14's CUDA runtime never
- * raises a kernel's dynamic shared memory above the 48 KiB default, so that is
- * the default here; OptIn means the app sets MAX_DYNAMIC_SHARED_SIZE_BYTES to
- * the GPU's maximum before launching. */
-enum class SmemLimit {
+/** Which launch limits apply. Halide 14's CUDA runtime never raises a kernel's
+ * dynamic shared memory above the 48 KiB default, and it loads every module with
+ * CU_JIT_MAX_REGISTERS = 64, so a kernel that needs more registers spills
+ * (measured on an H200: an 8 x 8 thread tile got 64 registers instead of 129 and
+ * ran 10x slower). Those are the defaults here. OptIn means the app links
+ * apps/common/CudaOptIn, which raises MAX_DYNAMIC_SHARED_SIZE_BYTES to what a
+ * launch needs (up to the GPU's maximum) and drops the register cap (up to the
+ * GPU's 255). */
+enum class RuntimeLimits {
     HalideDefault,
     OptIn,
 };
 
+/** The register cap of Halide 14's CUDA runtime (src/runtime/cuda.cpp, compile_kernel). */
+constexpr int kHalideRuntimeRegisterCap = 64;
+
 struct ModelOptions {
-    SmemLimit smem_limit = SmemLimit::HalideDefault;
+    RuntimeLimits limits = RuntimeLimits::HalideDefault;
 };
 
-int64_t smem_limit_bytes(const GpuSpec &gpu, SmemLimit limit);
-const char *to_string(SmemLimit limit);
+int64_t smem_limit_bytes(const GpuSpec &gpu, RuntimeLimits limits);
+int register_limit(const GpuSpec &gpu, RuntimeLimits limits);
+const char *to_string(RuntimeLimits limits);
 
 /** Whether `s` can be launched on `gpu` at all: structurally valid, shared
- * memory per block within the limit `options` selects, registers within 255
- * per thread and the per-block file, and at least one block per SM. Does not
+ * memory per block and registers per thread within the limits `options`
+ * selects, registers within the per-block file, and at least one block per SM. Does not
  * depend on the problem, so a plugin can reject a schedule before generating
  * any code. On failure writes the reason predict() would give to *why. */
 bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options = ModelOptions(),
@@ -219,7 +227,8 @@ struct Prediction {
     int threads = 0;
     int64_t smem_per_block = 0;
     int64_t smem_limit = 0;
-    SmemLimit smem_limit_kind = SmemLimit::HalideDefault;
+    RuntimeLimits limits = RuntimeLimits::HalideDefault;
+    int register_limit = 0;  // per thread, under `limits`
     int regs_estimated = 0;
 
     // Occupancy and waves.

@@ -68,7 +68,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     SearchResult result;
     result.problem = p;
     result.gpu_name = gpu.name;
-    result.smem_limit = options.model.smem_limit;
+    result.limits = options.model.limits;
 
     const std::vector<Schedule> candidates = enumerate_schedules(options.space);
     result.enumerated = candidates.size();
@@ -103,9 +103,9 @@ std::string SearchResult::report(size_t top) const {
     std::string out;
     char line[512];
     snprintf(line, sizeof(line),
-             "%s on %s (shared memory limit: %s): %zu candidates, %zu feasible "
+             "%s on %s (limits: %s): %zu candidates, %zu feasible "
              "(%zu over shared memory, %zu over registers, %zu other), ranked in %.3f ms\n",
-             problem.to_string().c_str(), gpu_name.c_str(), to_string(smem_limit), enumerated,
+             problem.to_string().c_str(), gpu_name.c_str(), to_string(limits), enumerated,
              feasible, rejected_smem, rejected_registers, rejected_other, seconds * 1e3);
     out += line;
     snprintf(line, sizeof(line), "%4s  %-24s %7s %9s %5s %12s %6s %5s %9s %11s  %s\n", "rank",

@@ -52,7 +52,7 @@ struct SearchOptions {
 struct SearchResult {
     Problem problem;
     std::string gpu_name;
-    SmemLimit smem_limit = SmemLimit::HalideDefault;
+    RuntimeLimits limits = RuntimeLimits::HalideDefault;
     /** Feasible candidates, fastest first (at most `keep` of them). */
     std::vector<Prediction> ranked;
     /** Structurally valid candidates predicted. */

@@ -40,7 +40,7 @@ Schedule sched(int bm, int bn, int kt, int tm, int tn, int stages, int reg_stage
 
 ModelOptions opt_in() {
     ModelOptions o;
-    o.smem_limit = SmemLimit::OptIn;
+    o.limits = RuntimeLimits::OptIn;
     return o;
 }
 
@@ -258,10 +258,12 @@ TEST(Occupancy, LimitedByBlockSlots) {
 
 TEST(Predict, HandComputedH200) {
     const GpuSpec &h200 = gpu("h200");
-    Prediction p = predict(make_gemm(4096, 4096, 4096), sched(128, 128, 8, 8, 8, 3, 1), h200);
+    // 108 registers per thread: the app links the opt-in (64 is Halide's runtime cap).
+    Prediction p = predict(make_gemm(4096, 4096, 4096), sched(128, 128, 8, 8, 8, 3, 1), h200, opt_in());
     ASSERT_TRUE(p.feasible) << p.reason;
     EXPECT_EQ(p.smem_per_block, 24576);  // 3 * 4 * 8 * 256
-    EXPECT_EQ(p.smem_limit, 48 * 1024);
+    EXPECT_EQ(p.smem_limit, 227 * 1024);
+    EXPECT_EQ(p.register_limit, 255);
     EXPECT_EQ(p.regs_estimated, 108);
     EXPECT_EQ(p.occ.blocks_per_sm, 2);
     EXPECT_EQ(p.occ.limiter, OccupancyLimiter::Registers);
@@ -357,10 +359,10 @@ TEST(Predict, PrefetchDistance) {
 TEST(Predict, BatchMultipliesBlocks) {
     const Schedule s = sched(64, 64, 16, 8, 8, 2, 1);
     // 512/64 = 8 x 8 = 64 blocks per matrix, 12 matrices.
-    EXPECT_EQ(predict(make_bmm(12, 512, 512, 64), s, gpu("a100")).total_blocks, 768);
-    EXPECT_EQ(predict(make_gemm(512, 512, 64), s, gpu("a100")).total_blocks, 64);
+    EXPECT_EQ(predict(make_bmm(12, 512, 512, 64), s, gpu("a100"), opt_in()).total_blocks, 768);
+    EXPECT_EQ(predict(make_gemm(512, 512, 64), s, gpu("a100"), opt_in()).total_blocks, 64);
     // Ragged edges round up: ceil(100/64) x ceil(70/64) = 2 x 2.
-    EXPECT_EQ(predict(make_gemm(100, 70, 64), s, gpu("a100")).total_blocks, 4);
+    EXPECT_EQ(predict(make_gemm(100, 70, 64), s, gpu("a100"), opt_in()).total_blocks, 4);
 }
 
 TEST(Predict, HandBuiltProblemDefaultsToDenseOperands) {
@@ -375,7 +377,7 @@ TEST(Predict, HandBuiltProblemDefaultsToDenseOperands) {
 
 TEST(Predict, MemoryBoundProblem) {
     // K = 8: 2*8192*8192*8 = 1.07 GFLOP but 268 MB of C to write.
-    Prediction p = predict(make_gemm(8192, 8192, 8), sched(128, 128, 8, 8, 8, 2, 1), gpu("h200"));
+    Prediction p = predict(make_gemm(8192, 8192, 8), sched(128, 128, 8, 8, 8, 2, 1), gpu("h200"), opt_in());
     ASSERT_TRUE(p.feasible) << p.reason;
     // DRAM floor: 4*(8192*8 + 8*8192 + 8192*8192) B at 85% of 4800 GB/s = 66.0 us.
     const double dram = 4.0 * (8192 * 8 * 2 + 8192.0 * 8192.0);
@@ -421,22 +423,40 @@ TEST(Feasibility, SharedMemoryOverHalideDefaultIsRejected) {
 TEST(Feasibility, SharedMemoryLimitIsInclusive) {
     // 128x64x32: 4*32*192 = 24576 B per stage; two stages are exactly 48 KiB.
     const Problem p = make_gemm(1024, 1024, 1024);
-    EXPECT_TRUE(predict(p, sched(128, 64, 32, 8, 8, 2, 1), gpu("h200")).feasible);
-    EXPECT_FALSE(predict(p, sched(128, 64, 32, 8, 8, 3, 1), gpu("h200")).feasible);
-    EXPECT_EQ(smem_limit_bytes(gpu("h200"), SmemLimit::HalideDefault), 49152);
-    EXPECT_EQ(smem_limit_bytes(gpu("h200"), SmemLimit::OptIn), 232448);
+    EXPECT_TRUE(predict(p, sched(128, 64, 32, 4, 4, 2, 1), gpu("h200")).feasible);
+    EXPECT_FALSE(predict(p, sched(128, 64, 32, 4, 4, 3, 1), gpu("h200")).feasible);
+    EXPECT_EQ(smem_limit_bytes(gpu("h200"), RuntimeLimits::HalideDefault), 49152);
+    EXPECT_EQ(smem_limit_bytes(gpu("h200"), RuntimeLimits::OptIn), 232448);
 }
 
 TEST(Feasibility, RegistersPerBlockAndPerThread) {
     const Problem p = make_gemm(4096, 4096, 4096);
     // 256x256x16 with 8x8 per thread: 1024 threads x 112 registers = 114688 > 65536.
-    Prediction r = predict(p, sched(256, 256, 16, 8, 8, 1, 1), gpu("h200"));
+    Prediction r = predict(p, sched(256, 256, 16, 8, 8, 1, 1), gpu("h200"), opt_in());
     EXPECT_FALSE(r.feasible);
     EXPECT_NE(r.reason.find("114688 registers per block"), std::string::npos) << r.reason;
     // A 16x16 thread tile: 256 + 2*16... = 256 + 32 + 28 = 316 > 255 per thread.
-    r = predict(p, sched(256, 128, 16, 16, 16, 1, 1), gpu("h200"));
+    r = predict(p, sched(256, 128, 16, 16, 16, 1, 1), gpu("h200"), opt_in());
     EXPECT_FALSE(r.feasible);
-    EXPECT_NE(r.reason.find("316 registers per thread"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("316 registers per thread, more than the 255 maximum"), std::string::npos) << r.reason;
+}
+
+TEST(Feasibility, HalideRuntimeCapsRegistersAt64) {
+    // Halide 14's CUDA runtime loads modules with CU_JIT_MAX_REGISTERS = 64: an 8x8 thread
+    // tile (64 + 16 + 28 = 108, more without cp.async) would spill, a 4x4 one (16 + 16 + 28 = 60
+    // with R = 2) fits.
+    const Problem p = make_gemm(2048, 2048, 2048);
+    for (const GpuSpec &g : all_gpus()) {
+        EXPECT_EQ(register_limit(g, RuntimeLimits::HalideDefault), 64) << g.name;
+        EXPECT_EQ(register_limit(g, RuntimeLimits::OptIn), 255) << g.name;
+        Prediction r = predict(p, sched(128, 128, 8, 8, 8, 2, 1), g);
+        EXPECT_FALSE(r.feasible) << g.name;
+        EXPECT_NE(r.reason.find("registers per thread, more than the 64 Halide's CUDA runtime"), std::string::npos)
+            << r.reason;
+        EXPECT_NE(r.reason.find("it would fit with the opt-in"), std::string::npos) << r.reason;
+        EXPECT_TRUE(predict(p, sched(128, 128, 8, 8, 8, 2, 1), g, opt_in()).feasible) << g.name;
+        EXPECT_TRUE(predict(p, sched(64, 64, 8, 4, 4, 2, 2), g).feasible) << g.name;
+    }
 }
 
 TEST(Feasibility, FitsNeedsNoProblem) {
@@ -483,9 +503,9 @@ TEST(Property, MoreStagesNeverSlowerWhileLoadsExposed) {
     size_t pairs = 0, exposed_pairs = 0, strictly_faster = 0, occupancy_drops = 0,
            slower_after_drop = 0;
     for (const GpuSpec &g : all_gpus()) {
-        for (SmemLimit limit : {SmemLimit::HalideDefault, SmemLimit::OptIn}) {
+        for (RuntimeLimits limit : {RuntimeLimits::HalideDefault, RuntimeLimits::OptIn}) {
             ModelOptions o;
-            o.smem_limit = limit;
+            o.limits = limit;
             for (const Problem &p : problems) {
                 for (Schedule s : shapes) {
                     s.smem_stages = 1;
@@ -618,7 +638,7 @@ TEST(Search, OptInWidensTheSpaceAndNeverLoses) {
     for (const char *name : {"h200", "a100", "rtx4090", "v100"}) {
         for (const Problem &p : {make_gemm(4096, 4096, 4096), make_bmm(12, 512, 64, 512)}) {
             SearchOptions def, opt;
-            opt.model.smem_limit = SmemLimit::OptIn;
+            opt.model.limits = RuntimeLimits::OptIn;
             SearchResult a = search(p, gpu(name), def);
             SearchResult b = search(p, gpu(name), opt);
             EXPECT_GT(b.feasible, a.feasible) << name;
