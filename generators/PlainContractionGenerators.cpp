@@ -22,6 +22,21 @@ namespace {
 
 using namespace Halide;
 
+// `aligned=true`: the generator promises what a 16-byte cp.async needs of an operand (host
+// pointer 16-byte aligned, rows starting at element 0 and a whole number of 4-float vectors
+// apart), so that the Alcop autoscheduler's copies can be asynchronous; callers must pass such
+// buffers (Halide::Runtime::Buffer allocations are). Without it the copies are staged through
+// registers, correct for any buffer.
+template<typename Input>
+void declare_aligned(Input &in) {
+    constexpr int floats_per_vector = 4;
+    in.set_host_alignment(16);
+    in.dim(0).set_min(0);
+    for (int d = 1; d < in.dimensions(); d++) {
+        in.dim(d).set_stride((in.dim(d).stride() / floats_per_vector) * floats_per_vector);
+    }
+}
+
 class Gemm : public Generator<Gemm> {
 public:
     GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
@@ -34,6 +49,8 @@ public:
     // The launch limits it assumes: "optin" where the app links apps/common/CudaOptIn ("": the
     // runtime's defaults; see Requests.h).
     GeneratorParam<std::string> limits{"limits", ""};
+    // The operands meet cp.async's alignment (declare_aligned).
+    GeneratorParam<bool> aligned{"aligned", false};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
@@ -53,6 +70,10 @@ public:
         }
         alcop::autoscheduler::request_gpu(out, gpu);
         alcop::autoscheduler::request_limits(out, limits);
+        if (aligned) {
+            declare_aligned(A);
+            declare_aligned(B);
+        }
 
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
@@ -110,6 +131,7 @@ class Bmm : public Generator<Bmm> {
 public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
+    GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
 
     Input<Buffer<float>> A{"A", 3};
     Input<Buffer<float>> B{"B", 3};
@@ -121,6 +143,10 @@ public:
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
         alcop::autoscheduler::request_gpu(out, gpu);
         alcop::autoscheduler::request_limits(out, limits);
+        if (aligned) {
+            declare_aligned(A);
+            declare_aligned(B);
+        }
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
@@ -137,6 +163,7 @@ public:
     // the model's 16-pixel M tile becomes 8 x 2 pixels (x and y both tiled).
     GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
+    GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
 
     Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
     Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
@@ -150,6 +177,10 @@ public:
         out(co, x, y, n) = conv(co, x, y, n);
         alcop::autoscheduler::request_gpu(out, gpu);
         alcop::autoscheduler::request_limits(out, limits);
+        if (aligned) {
+            declare_aligned(input);
+            declare_aligned(weights);
+        }
 
         const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});

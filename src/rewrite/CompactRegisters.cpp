@@ -21,11 +21,73 @@ struct SplitIndex {
     Interval rest_bounds;
 };
 
+std::vector<const Variable *> variables_in(const Expr &e) {
+    class Collect : public IRGraphVisitor {
+        using IRGraphVisitor::visit;
+        void visit(const Variable *op) override {
+            found.push_back(op);
+        }
+
+    public:
+        std::vector<const Variable *> found;
+    } collect;
+    e.accept(&collect);
+    return collect.found;
+}
+
+/** Adds scale * e to a linear combination of atoms (anything but +, - and * by a constant). */
+void add_linear_terms(const Expr &e, int64_t scale, std::vector<std::pair<Expr, int64_t>> &terms, int64_t &constant) {
+    if (const int64_t *c = as_const_int(e)) {
+        constant += scale * *c;
+    } else if (const Add *op = e.as<Add>()) {
+        add_linear_terms(op->a, scale, terms, constant);
+        add_linear_terms(op->b, scale, terms, constant);
+    } else if (const Sub *op = e.as<Sub>()) {
+        add_linear_terms(op->a, scale, terms, constant);
+        add_linear_terms(op->b, -scale, terms, constant);
+    } else if (const Mul *op = e.as<Mul>(); op && as_const_int(op->b)) {
+        add_linear_terms(op->a, scale * *as_const_int(op->b), terms, constant);
+    } else if (const Mul *op = e.as<Mul>(); op && as_const_int(op->a)) {
+        add_linear_terms(op->b, scale * *as_const_int(op->a), terms, constant);
+    } else if (const Mod *op = e.as<Mod>(); op && as_const_int(op->b) && *as_const_int(op->b) > 0) {
+        // x % c == x - (x / c) * c (Halide's division rounds down, its modulus is positive).
+        add_linear_terms(op->a, scale, terms, constant);
+        add_linear_terms(op->a / op->b, -scale * *as_const_int(op->b), terms, constant);
+    } else {
+        for (auto &t : terms) {
+            if (equal(t.first, e)) {
+                t.second += scale;
+                return;
+            }
+        }
+        terms.emplace_back(e, scale);
+    }
+}
+
+/** Whether two index expressions are equal in value. The init and the update of an
+ * accumulator may spell one thread part differently, e.g. ((t/2 - b)*8 + (t%2)*4 + b*8)*64
+ * and t*256, where the simplifier alone cancels neither b nor t/2 against t%2: expanding both
+ * into one linear combination of atoms, with x % c as x - (x / c) * c, leaves nothing. */
+bool same_value(const Expr &a, const Expr &b) {
+    if (equal(a, b)) return true;
+    std::vector<std::pair<Expr, int64_t>> terms;
+    int64_t constant = 0;
+    add_linear_terms(a, 1, terms, constant);
+    add_linear_terms(b, -1, terms, constant);
+    Expr difference = make_const(a.type(), constant);
+    for (const auto &t : terms) {
+        if (t.second) difference = difference + t.first * make_const(a.type(), t.second);
+    }
+    return can_prove(difference == 0);
+}
+
 /** How each block-level register array is accessed, or nullopt once one access does not fit. */
 class FindWindows : public KernelContextVisitor {
     using KernelContextVisitor::visit;
 
     std::set<std::string> thread_vars;
+    // Per array: the loops around its allocation, whose variables are fixed while it lives.
+    std::map<std::string, std::set<std::string>> outer_loops;
 
     void visit(const For *op) override {
         const bool thread = kernel_depth > 0 && op->for_type == ForType::GPUThread;
@@ -38,6 +100,9 @@ class FindWindows : public KernelContextVisitor {
         if (kernel_depth && thread_vars.empty() && op->memory_type == MemoryType::Register &&
             op->extents.size() == 1) {
             windows.emplace(op->name, std::vector<SplitIndex>());
+            for (const auto &l : ctx.loops) {
+                outer_loops[op->name].insert(l.first);
+            }
         }
         IRVisitor::visit(op);
     }
@@ -46,9 +111,17 @@ class FindWindows : public KernelContextVisitor {
         auto it = windows.find(name);
         if (it == windows.end() || !it->second) return;
         Expr full = ctx.inline_lets(index);
+        // The loops between the allocation and the access vary the index within a thread;
+        // everything else (thread and block ids, loops around the allocation, the
+        // pipeline's parameters) is fixed for the thread while the array lives, and forms the
+        // thread part.
+        std::set<std::string> varying;
+        for (const auto &l : ctx.loops) {
+            if (!thread_vars.count(l.first) && !outer_loops[name].count(l.first)) varying.insert(l.first);
+        }
         std::map<std::string, Expr> zero;
-        for (const std::string &v : thread_vars) {
-            zero[v] = 0;
+        for (const Variable *v : variables_in(full)) {
+            if (!varying.count(v->name)) zero[v->name] = make_zero(v->type);
         }
         Expr rest = simplify(substitute(zero, full));
         Expr thread_part = simplify(full - rest);
@@ -58,12 +131,13 @@ class FindWindows : public KernelContextVisitor {
         Interval bounds = ctx.bounds(rest);
         bool fits = !thread_part.type().is_vector() && bounds.is_bounded() &&
                     is_const(simplify(bounds.min)) && is_const(simplify(bounds.max));
-        // The thread part may only depend on the thread ids.
-        for (const auto &l : ctx.loops) {
-            fits = fits && (thread_vars.count(l.first) || !expr_uses_var(thread_part, l.first));
+        // The thread part may not vary within the thread (the index was not T + c).
+        for (const std::string &v : varying) {
+            fits = fits && !expr_uses_var(thread_part, v);
         }
+        // One thread part for all accesses.
         for (const SplitIndex &other : *it->second) {
-            fits = fits && equal(other.thread_part, thread_part);
+            fits = fits && same_value(other.thread_part, thread_part);
         }
         if (fits) {
             it->second->push_back({node, thread_part, rest, Interval(simplify(bounds.min), simplify(bounds.max))});

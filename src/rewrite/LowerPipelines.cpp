@@ -25,6 +25,19 @@ Stmt make_barrier() {
                                      Call::Intrinsic));
 }
 
+/** Removes the barriers inside a pipelined producer. It writes only its own shared tile and
+ * reads only global memory (the analysis checks both), so a barrier between its pieces orders
+ * nothing; Halide puts one between the unrolled rows of a copy wherever they are not siblings
+ * of the loop body, e.g. in the branches of a specialization, and the pipeline's own barrier
+ * publishes the whole tile. */
+class DropProducerBarriers : public IRMutator {
+    using IRMutator::visit;
+
+    Stmt visit(const Evaluate *op) override {
+        return is_barrier(op) ? Evaluate::make(0) : op;
+    }
+};
+
 Stmt sequence(const std::vector<Stmt> &stmts) {
     Stmt result;
     for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) {
@@ -164,7 +177,7 @@ class InjectPipelines : public IRMutator {
         std::map<std::string, Stmt> producer;
         for (size_t i = 0; i < body.stmts.size(); i++) {
             if (body.roles[i] == StmtRole::Producer) {
-                producer[body.produced[i]] = mutate(body.stmts[i]);
+                producer[body.produced[i]] = DropProducerBarriers().mutate(mutate(body.stmts[i]));
             }
         }
 

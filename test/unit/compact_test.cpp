@@ -44,4 +44,25 @@ TEST(CompactRegisters, LeavesArraysWithDifferentThreadPartsAlone) {
     EXPECT_NE(ir.find("acc[float32 * 64]"), std::string::npos) << ir;
 }
 
+TEST(CompactRegisters, ThreadPartsEqualInValueShareOneWindow) {
+    // An accumulator's init and update may spell one thread part differently, with block terms
+    // that cancel and a thread id split by / and %: ((tx/2 - blk)*8 + (tx%2)*4 + blk*8) is tx*4.
+    const Expr spelled_apart = (var("tx") / 2 - var("blk")) * 8 + (var("tx") % 2) * 4 + var("blk") * 8;
+    const std::string ir = text_of(alcop::compact_thread_registers(
+        kernel_with_accumulator(spelled_apart + 1, var("tx") * 4 + 3)));
+    EXPECT_NE(ir.find("acc[float32 * 3]"), std::string::npos) << ir;
+}
+
+TEST(CompactRegisters, LeavesIndicesThatMixThreadsAndLoopsAlone) {
+    // (tx + k) % 16: the element a thread uses depends on the thread and the loop together.
+    Stmt body = store("acc", ((var("tx") + var("k")) % 16) * 4, 0.0f);
+    body = For::make("k", 0, 2, ForType::Serial, DeviceAPI::None, body);
+    body = Block::make(body, store("out", var("tx"), load("acc", var("tx") * 4)));
+    Stmt threads = For::make("tx", 0, 16, ForType::GPUThread, DeviceAPI::OpenCL, body);
+    Stmt alloc = Allocate::make("acc", Float(32), MemoryType::Register, {64}, const_true(), threads);
+    const std::string ir = text_of(alcop::compact_thread_registers(
+        For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc)));
+    EXPECT_NE(ir.find("acc[float32 * 64]"), std::string::npos) << ir;
+}
+
 }  // namespace
