@@ -46,6 +46,8 @@ public:
     // Register fragments of A and B loaded from shared memory per step of the chunk, with
     // this many register slots (0: the compute reads shared memory directly).
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
+    // CUDA launch bounds: at least this many blocks per SM (alcop::min_blocks_per_sm; 0: none).
+    GeneratorParam<int> min_blocks_per_sm{"min_blocks_per_sm", 0, 0, 32};
     // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
     GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
                                            {{"auto", alcop::CopyKind::Auto},
@@ -140,6 +142,9 @@ public:
         options.target = this->get_target();
         options.copies = copies;
         options.fault = fault;
+        if (min_blocks_per_sm > 0) {
+            alcop::min_blocks_per_sm(out, min_blocks_per_sm);
+        }
         alcop::enable(this->get_pipeline(), options);
     }
 

@@ -20,6 +20,10 @@
  *  - `alcop_cp_async_wait(n)` (returns i32 0, n a constant): waits until at most n of the
  *    most recent groups are pending.
  * Both group calls act as compiler barriers for memory.
+ *
+ * One more marker rides the same rewrite: `alcop_launch_bounds(threads, blocks)` (returns i32
+ * 0, both constants), left in a kernel by LaunchBounds.h, becomes the kernel's nvvm
+ * annotations maxntidx = threads and minctasm = blocks (PTX .maxntid and .minnctapersm).
  */
 
 namespace alcop {
@@ -27,6 +31,7 @@ namespace alcop {
 constexpr const char *async_copy_prefix = "alcop_cp_async_copy_";
 constexpr const char *async_commit_name = "alcop_cp_async_commit";
 constexpr const char *async_wait_name = "alcop_cp_async_wait";
+constexpr const char *launch_bounds_name = "alcop_launch_bounds";
 
 /** True once the LLVM rewrite is registered with LLVM's PassManagerBuilder in this process.
  * Calling it also forces the rewrite's translation unit (and its registration) to be linked. */

@@ -34,6 +34,8 @@
  *    across a copy, commit or wait.
  *  - Afterwards no call to an `alcop_cp_async*` function remains, and their declarations are
  *    erased. A module that is not NVPTX, or declares no marker, is left untouched.
+ *  - `alcop_launch_bounds(threads, blocks)` calls (LaunchBounds.h) become their kernel's nvvm
+ *    annotations maxntidx and minctasm, and are erased with their declaration.
  * It does not know the target's compute capability: the Halide side must only emit markers
  * for sm_80 or newer (cp.async needs PTX 7.0 and sm_80).
  *
@@ -499,13 +501,14 @@ public:
         if (!StringRef(m.getTargetTriple()).startswith("nvptx")) {
             return false;
         }
+        const bool bounded = annotate_launch_bounds(m);
         for (Function &f : m) {
             if (f.getName().startswith(marker_prefix)) {
                 check_declaration(f);
                 markers.push_back(&f);
             }
         }
-        return false;
+        return bounded;
     }
 
     bool runOnFunction(Function &f) override {
@@ -543,6 +546,39 @@ public:
 
 private:
     SmallVector<Function *, 8> markers;
+
+    // alcop_launch_bounds(threads, blocks) in a kernel becomes its nvvm annotations maxntidx and
+    // minctasm, which the NVPTX backend prints as .maxntid and .minnctapersm.
+    static bool annotate_launch_bounds(Module &m) {
+        Function *marker = m.getFunction(launch_bounds_name);
+        if (!marker) {
+            return false;
+        }
+        FunctionType *t = marker->getFunctionType();
+        if (!marker->isDeclaration() || t->getNumParams() != 2 || !t->getReturnType()->isIntegerTy()) {
+            report_fatal_error(Twine("alcop: ") + launch_bounds_name + " is not the declaration the markers' contract says");
+        }
+        NamedMDNode *annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
+        LLVMContext &context = m.getContext();
+        SmallPtrSet<Function *, 4> bounded;
+        for (User *u : make_early_inc_range(marker->users())) {
+            auto *call = cast<CallInst>(u);
+            auto *threads = dyn_cast<ConstantInt>(call->getArgOperand(0));
+            auto *blocks = dyn_cast<ConstantInt>(call->getArgOperand(1));
+            Function *kernel = call->getFunction();
+            if (threads && blocks && bounded.insert(kernel).second) {
+                for (auto [key, value] : {std::pair<const char *, ConstantInt *>{"maxntidx", threads}, {"minctasm", blocks}}) {
+                    Metadata *fields[] = {ValueAsMetadata::get(kernel), MDString::get(context, key),
+                                          ValueAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), value->getZExtValue()))};
+                    annotations->addOperand(MDNode::get(context, fields));
+                }
+            }
+            call->replaceAllUsesWith(ConstantInt::get(call->getType(), 0));
+            call->eraseFromParent();
+        }
+        marker->eraseFromParent();
+        return true;
+    }
 
     bool rewrite(Function &f) {
         SmallVector<CallInst *, 32> copies, groups;

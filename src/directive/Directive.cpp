@@ -3,6 +3,7 @@
 #include "rewrite/LowerPipelines.h"
 #include "Error.h"
 
+#include <cstring>
 #include <sstream>
 
 namespace alcop {
@@ -14,6 +15,8 @@ namespace {
 
 // The tag is "alcop.pipeline <stages> <level>"; the last tag wins.
 const char *const tag_prefix = "alcop.pipeline ";
+// "alcop.min_blocks_per_sm <blocks>"; the last tag wins.
+const char *const launch_bounds_prefix = "alcop.min_blocks_per_sm ";
 
 std::optional<Level> parse_level(const std::string &s) {
     if (s == "shared") return Level::Shared;
@@ -57,6 +60,21 @@ std::optional<PipelineRequest> requested_pipeline(const Function &f) {
         internal_assert(in && l) << "Malformed ALCOP tag on " << f.name() << ": " << tag << "\n";
         r.level = *l;
         result = r;
+    }
+    return result;
+}
+
+Func min_blocks_per_sm(Func f, int blocks) {
+    user_assert(blocks >= 1) << "alcop::min_blocks_per_sm(" << f.name() << ", " << blocks
+                             << "): at least one block must fit on an SM.\n";
+    f.add_trace_tag(launch_bounds_prefix + std::to_string(blocks));
+    return f;
+}
+
+std::optional<int> requested_min_blocks_per_sm(const Function &f) {
+    std::optional<int> result;
+    for (const std::string &tag : f.get_trace_tags()) {
+        if (tag.rfind(launch_bounds_prefix, 0) == 0) result = std::stoi(tag.substr(strlen(launch_bounds_prefix)));
     }
     return result;
 }

@@ -47,6 +47,17 @@ Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
 /** The request recorded on a Function, if any. */
 std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Function &f);
 
+/** CUDA launch bounds for the kernel that computes `f` (a Func with gpu_blocks loops): at
+ * least `blocks` blocks of it must fit on one SM, so ptxas keeps each thread's registers
+ * within what that occupancy leaves (65536 / (threads x blocks)), spilling if it must, as
+ * __launch_bounds__(threads, blocks) does in CUDA C++; the threads are the kernel's own. The
+ * Alcop autoscheduler asks for the occupancy its model assumed. Other targets ignore it;
+ * blocks < 1 is a user error. Returns f. */
+Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
+
+/** The launch bound recorded on a Function, if any. */
+std::optional<int> requested_min_blocks_per_sm(const Halide::Internal::Function &f);
+
 /** Deliberate defects for tests only: each must make a numerical or structural test fail. */
 enum class Fault {
     None,

@@ -2,6 +2,7 @@
 
 #include "analysis/FragmentAnalysis.h"
 #include "analysis/PipelineAnalysis.h"
+#include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
@@ -408,24 +409,39 @@ void set_lowering_observer(LoweringObserver o) {
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
     Stmt result = compact_thread_registers(inject_pipelines(s, requests, options));
+    result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);
     }
     return result;
 }
 
-std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {
+static std::map<std::string, Function> functions_of(const std::vector<Function> &outputs) {
     std::map<std::string, Function> env;
     for (const Function &f : outputs) {
         add_function(f, env);
     }
+    return env;
+}
+
+std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {
     std::map<std::string, PipelineRequest> requests;
-    for (const auto &f : env) {
+    for (const auto &f : functions_of(outputs)) {
         if (auto r = requested_pipeline(f.second)) {
             requests[f.first] = *r;
         }
     }
     return requests;
+}
+
+std::map<std::string, int> collect_launch_bounds(const std::vector<Function> &outputs) {
+    std::map<std::string, int> bounds;
+    for (const auto &f : functions_of(outputs)) {
+        if (auto b = requested_min_blocks_per_sm(f.second)) {
+            bounds[f.first] = *b;
+        }
+    }
+    return bounds;
 }
 
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,

@@ -59,6 +59,9 @@ Halide::Internal::Stmt inject_pipelines(const Halide::Internal::Stmt &s,
  * and the wrappers made by Func::in()). */
 std::map<std::string, PipelineRequest> collect_requests(const std::vector<Halide::Internal::Function> &outputs);
 
+/** The launch bounds (alcop::min_blocks_per_sm) recorded on the same Funcs. */
+std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Internal::Function> &outputs);
+
 /** The custom lowering pass that alcop::enable() installs. */
 class LowerPipelines : public Halide::Internal::IRMutator {
 public:

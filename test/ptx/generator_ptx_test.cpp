@@ -64,8 +64,9 @@ Ptxas assemble(const std::string &ptx, const std::string &arch) {
     return r;
 }
 
+/** A local array or a spill: ld/st.local, or a __local_depot (which generic loads may address). */
 bool uses_local_memory(const std::string &ptx) {
-    return count(ptx, "ld.local") + count(ptx, "st.local") > 0;
+    return count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot") > 0;
 }
 
 /** What is wrong with the PTX of a cp.async pipeline of `stages` stages (default tiles: each
@@ -244,6 +245,33 @@ TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxas) {
         EXPECT_LE(std::abs(estimate - r.registers), 0.1 * r.registers) << s.to_string();
     }
 #endif
+}
+
+TEST(LaunchBounds, FitTheRegistersToTheRequestedBlocksPerSm) {
+    // Both levels, 128 x 128 tiles, 8 x 8 per thread, 256 threads: ptxas takes 129 registers
+    // on its own, so one block per SM; two blocks leave 65536 / 512 = 128.
+    GeneratorParamsMap deep{{"block_m", "128"}, {"block_n", "128"}, {"thread_m", "8"}, {"thread_n", "8"},
+                            {"tile_k", "16"}, {"stages", "4"}, {"register_stages", "2"}};
+    const std::string free_ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", deep);
+    deep["min_blocks_per_sm"] = "2";
+    const std::string bounded_ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", deep);
+    EXPECT_EQ(count(free_ptx, ".maxntid"), 0);
+    EXPECT_EQ(count(bounded_ptx, ".maxntid 256, 1, 1"), 1) << "one kernel, its block size";
+    EXPECT_EQ(count(bounded_ptx, ".minnctapersm 2"), 1);
+    EXPECT_EQ(count(bounded_ptx, "alcop_launch_bounds"), 0) << "the marker survived";
+    const Ptxas free = assemble(free_ptx, "sm_80"), bounded = assemble(bounded_ptx, "sm_80");
+    if (!bounded.ran) GTEST_SKIP() << "ptxas not found: " << bounded.log;
+    std::printf("[ptxas sm_80] 128x128 t8x8 S4 R2: %d registers alone, %d with two blocks per SM (%d bytes spilled)\n",
+                free.registers, bounded.registers, bounded.spill_bytes);
+    EXPECT_GT(free.registers, 128) << "the case no longer shows what the bound is for";
+    EXPECT_LE(bounded.registers, 128);
+    EXPECT_EQ(bounded.spill_bytes, 0);
+}
+
+TEST(LaunchBounds, OtherTargetsIgnoreThem) {
+    const std::string source = ptx_of("gemm", "host-opencl", {{"stages", "3"}, {"min_blocks_per_sm", "2"}});
+    ASSERT_FALSE(source.empty());
+    EXPECT_EQ(count(source, "alcop_launch_bounds"), 0) << source;
 }
 
 TEST(AsyncCopies, ConvolutionTilesUseCpAsync) {

@@ -43,6 +43,19 @@ TEST(Misuse, StagesBelowOne) {
     }
 }
 
+TEST(Misuse, NoBlockPerSm) {
+    Func f("f");
+    Var x;
+    f(x) = x;
+    try {
+        alcop::min_blocks_per_sm(f, 0);
+        FAIL() << "0 blocks per SM was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("alcop::min_blocks_per_sm(f, 0): at least one block"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Misuse, ReadAfterTheLoop) {
     Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
     EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
