@@ -24,9 +24,10 @@ using namespace Halide;
 
 // `aligned=true`: the generator promises what a 16-byte cp.async needs of an operand (host
 // pointer 16-byte aligned, rows starting at element 0 and a whole number of 4-float vectors
-// apart), so that the Alcop autoscheduler's copies can be asynchronous; callers must pass such
-// buffers (Halide::Runtime::Buffer allocations are). Without it the copies are staged through
-// registers, correct for any buffer.
+// apart), and that the output's innermost dimension starts at 0 (its tiles pick the columns of
+// the operand indexed by it), so that the Alcop autoscheduler's copies can be asynchronous;
+// callers must pass such buffers (Halide::Runtime::Buffer allocations are). Without it the
+// copies are staged through registers, correct for any buffer.
 template<typename Input>
 void declare_aligned(Input &in) {
     constexpr int floats_per_vector = 4;
@@ -73,6 +74,7 @@ public:
         if (aligned) {
             declare_aligned(A);
             declare_aligned(B);
+            out.dim(0).set_min(0);
         }
 
         A.set_estimates({{0, K}, {0, M}});
@@ -146,6 +148,7 @@ public:
         if (aligned) {
             declare_aligned(A);
             declare_aligned(B);
+            out.dim(0).set_min(0);
         }
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
@@ -180,6 +183,7 @@ public:
         if (aligned) {
             declare_aligned(input);
             declare_aligned(weights);
+            out.dim(0).set_min(0);
         }
 
         const int KH = 3, KW = 3;

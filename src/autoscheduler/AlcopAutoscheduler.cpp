@@ -659,6 +659,16 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
         require(c.dims[md[0]].output_dim, m.bx);
         if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
     }
+    if (k_chunked && copy_cond.expr.defined()) {
+        // The fast branch gets a kernel of its own. With both branches of every copy in one
+        // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
+        // in the fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers
+        // (one block per SM) in one kernel, 128 in its own (two), as the hand-written kernel.
+        // Inside out's branch the copies' identical conditions simplify away.
+        Stage reading = reading_stage ? out.update(0) : Stage(out);
+        reading.specialize(copy_cond.expr);
+        text.body << out_id << (reading_stage ? ".update(0)" : "") << ".specialize(" << copy_cond.text << ");\n";
+    }
     const Dim chunk = chunk_loop(c);
     for (const Operand *o : {&c.a, &c.b}) {
         Func src(o->func);
