@@ -7,8 +7,9 @@
 // batched GEMM) and cuDNN (conv) as anchors where it finds them. Each row is checked against a
 // double-precision reference (on sampled outputs for large problems) and timed: median of `runs`
 // runs after a warm-up, each ended by a device sync. Next to the pipelined variants' times, the
-// model's prediction for the modelled GPU (H200 by default), so that the model can be validated
-// where a GPU is lent.
+// model's prediction for the modelled GPU (H200 by default): for the hand-written variants from
+// their tiles, for the autoscheduled ones (CUDA, at the shape each was tuned for) what the plugin
+// predicted when it built them, so that the model can be validated where a GPU is lent.
 //
 //   alcop_bench_cuda   [--size tiny|small|large] [--runs N] [--only VARIANTS] [--faults]
 //   alcop_bench_opencl [--size tiny|small|large] [--runs N] [--only VARIANTS]
@@ -26,6 +27,7 @@
 
 #ifdef ALCOP_BENCH_CUDA
 #include "CudaOptIn.h"
+#include "autoscheduled_predictions.h"
 #include "bmm_cuda_auto.h"
 #include "bmm_cuda_s1.h"
 #include "bmm_cuda_s3.h"
@@ -193,6 +195,7 @@ struct Variant {
     std::function<void()> poison;            // NaN into the output, so that unwritten outputs count
     std::function<const float *()> result;   // the output, on the host
     bool broken = false;                     // a fault: correct when it is caught (wrong outputs)
+    double predicted_us = NAN;               // an autoscheduled variant: what the plugin predicted
 };
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
@@ -552,6 +555,16 @@ int main(int argc, char **argv) {
         if (!faults) {
             variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                               p.conv_kh ? &o.out_4d : &o.out));
+#ifdef ALCOP_BENCH_CUDA
+            // The plugin's prediction holds at the shape each build was tuned for.
+            if (p.conv_kh ? p.conv_h == 56 && p.conv_ci == 64 && p.n == 64 && p.batch == 8 :
+                p.batch > 1 ? p.batch == 12 && p.m == 512 && p.n == 512 && p.k == 64 :
+                              p.m == 2048 && p.n == 2048 && p.k == 2048) {
+                variants.back().predicted_us = p.conv_kh ? conv_cuda_auto_predicted_us :
+                                               p.batch > 1 ? bmm_cuda_auto_predicted_us :
+                                                             gemm_cuda_auto_predicted_us;
+            }
+#endif
         }
         if (!faults && !p.conv_kh && p.batch == 1) {
             // Halide 14's own GPU autoscheduler on the same plainly written GEMM.
@@ -567,8 +580,11 @@ int main(int argc, char **argv) {
             // Tuning: the plugin's candidates 1..3 (in its order of preference) beside its
             // choice, "ALCOP auto"; built for the first GEMM shape of the large size.
             const Fn ranked[] = {gemm_cuda_auto_c1, gemm_cuda_auto_c2, gemm_cuda_auto_c3};
+            const double ranked_us[] = {gemm_cuda_auto_c1_predicted_us, gemm_cuda_auto_c2_predicted_us,
+                                        gemm_cuda_auto_c3_predicted_us};
             for (int i = 0; i < 3; i++) {
                 variants.push_back(halide_variant(tuned_names[i], 0, ranked[i], &o.a, &o.b, &o.out));
+                if (p.m == 2048 && p.n == 2048 && p.k == 2048) variants.back().predicted_us = ranked_us[i];
             }
         }
 #endif
@@ -610,6 +626,7 @@ int main(int argc, char **argv) {
             if (!is_anchor && !std::isnan(base_ms)) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
             if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.schedule));
+            if (!std::isnan(v.predicted_us)) snprintf(model, sizeof(model), "%.1f", v.predicted_us);
             // A fault is caught when some sampled output is wrong.
             const char *check = v.broken ? (wrong ? "caught" : "MISSED") : (wrong ? "WRONG" : "ok");
             printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %5s %7s", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
@@ -622,11 +639,13 @@ int main(int argc, char **argv) {
             // choice is from the measured best of its top N.
             auto best = std::min_element(candidates.begin(), candidates.end(),
                                          [](const auto &a, const auto &b) { return a.second < b.second; });
+            // Keeping the best is building with its rank (candidates are in the plugin's order).
+            const long rank = best - candidates.begin();
             printf("%-32s tuning: measured best of the plugin's top %zu is %s (%.3f ms); its choice, %s, is %.1f%% "
-                   "slower%s\n",
+                   "slower%s; keep it with as_gemm candidate=%ld (or ALCOP_AUTOSCHEDULER_CANDIDATE=%ld)\n",
                    p.name.c_str(), candidates.size(), best->first.c_str(), best->second, candidates[0].first.c_str(),
                    100.0 * (candidates[0].second / best->second - 1.0),
-                   best == candidates.begin() ? " (the model's choice is the best)" : "");
+                   rank == 0 ? " (the model's choice is the best)" : "", rank, rank);
         }
     }
 #ifdef ALCOP_BENCH_CUDA
