@@ -416,32 +416,30 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     return result;
 }
 
-static std::map<std::string, Function> functions_of(const std::vector<Function> &outputs) {
+// What `requested` finds on each Func of the pipeline (the outputs, everything they call and
+// the wrappers), keyed by Func name.
+template<typename Request>
+static std::map<std::string, Request> collect(const std::vector<Function> &outputs,
+                                              std::optional<Request> (*requested)(const Function &)) {
     std::map<std::string, Function> env;
     for (const Function &f : outputs) {
         add_function(f, env);
     }
-    return env;
+    std::map<std::string, Request> found;
+    for (const auto &f : env) {
+        if (std::optional<Request> r = requested(f.second)) {
+            found[f.first] = *r;
+        }
+    }
+    return found;
 }
 
 std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {
-    std::map<std::string, PipelineRequest> requests;
-    for (const auto &f : functions_of(outputs)) {
-        if (auto r = requested_pipeline(f.second)) {
-            requests[f.first] = *r;
-        }
-    }
-    return requests;
+    return collect(outputs, requested_pipeline);
 }
 
 std::map<std::string, int> collect_launch_bounds(const std::vector<Function> &outputs) {
-    std::map<std::string, int> bounds;
-    for (const auto &f : functions_of(outputs)) {
-        if (auto b = requested_min_blocks_per_sm(f.second)) {
-            bounds[f.first] = *b;
-        }
-    }
-    return bounds;
+    return collect(outputs, requested_min_blocks_per_sm);
 }
 
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
