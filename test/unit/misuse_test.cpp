@@ -44,14 +44,15 @@ TEST(Misuse, StagesBelowOne) {
 }
 
 TEST(Misuse, NoBlockPerSm) {
-    Func f("f");
+    Func f("bounded");
     Var x;
     f(x) = x;
     try {
         alcop::min_blocks_per_sm(f, 0);
         FAIL() << "0 blocks per SM was accepted";
     } catch (const CompileError &e) {
-        EXPECT_NE(std::string(e.what()).find("alcop::min_blocks_per_sm(f, 0): at least one block"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("alcop::min_blocks_per_sm(bounded, 0): at least one block"),
+                  std::string::npos)
             << e.what();
     }
 }
