@@ -9,9 +9,12 @@
  * gpu_thread loops) is kept by Halide 14 as a private array of the whole block tile in every
  * thread, indexed by thread: each thread uses only its own window, and the array's
  * thread-dependent indices keep it out of registers. When every index of such an array is
- * `T(thread ids) + c`, with one thread part T for all of them and c within constant bounds
- * [lo, hi], this pass shrinks the array to hi - lo + 1 elements indexed by c - lo. Once the
- * loops are unrolled c is a constant, so the array becomes registers.
+ * `T + c`, where the thread part T depends only on what is fixed for a thread while the array
+ * lives (thread and block ids, loops around the allocation, the pipeline's parameters) and is
+ * the same for all accesses in value (spellings may differ: an accumulator's init and update
+ * often do), and c depends on the loops inside the allocation within constant bounds [lo, hi],
+ * this pass shrinks the array to hi - lo + 1 elements indexed by c - lo. Once the loops are
+ * unrolled c is a constant, so the array becomes registers.
  *
  * Exact, because the array is private to each thread. Any other array is left as it is.
  */
