@@ -15,9 +15,9 @@
 //   alcop_bench_opencl [--size tiny|small|large] [--runs N] [--only VARIANTS]
 //
 // --only runs the rows of the variants named (comma-separated, e.g. "ALCOP s3,ALCOP deep" under a
-// sanitizer). --faults (CUDA) runs,
-// instead of the table, GEMM pipelines broken on purpose, whose copies really are asynchronous
-// on a GPU: each must be caught (wrong outputs), and the exit status says whether all were.
+// sanitizer). --faults (CUDA) runs, instead of the table, GEMM pipelines broken on purpose, whose
+// copies really are asynchronous on a GPU: each must be caught (wrong outputs), and the exit
+// status says whether all were.
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
@@ -603,6 +603,9 @@ int main(int argc, char **argv) {
             if (const int status = v.run()) {
                 // The other rows still run (a launch refused for its shared memory, say, leaves
                 // the context usable); an anchor's failure only loses the ratios to it.
+#ifdef ALCOP_BENCH_CUDA
+                alcop::apps::record_kernel_resources(false);
+#endif
                 printf("%-32s %-10s returned status %d\n", p.name.c_str(), v.name.c_str(), status);
                 all_correct = all_correct && is_anchor;
                 continue;
