@@ -29,9 +29,11 @@
 #include "CudaOptIn.h"
 #include "autoscheduled_predictions.h"
 #include "bmm_cuda_auto.h"
+#include "bmm_cuda_li2018.h"
 #include "bmm_cuda_s1.h"
 #include "bmm_cuda_s3.h"
 #include "conv_cuda_auto.h"
+#include "conv_cuda_li2018.h"
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
 #include "gemm_cuda_auto.h"
@@ -51,9 +53,11 @@ static const char *const device_name = "CUDA";
 static const char *const tuned_names[] = {"auto #1", "auto #2", "auto #3"};
 #else
 #include "bmm_auto.h"
+#include "bmm_li2018.h"
 #include "bmm_s1.h"
 #include "bmm_s3.h"
 #include "conv_auto.h"
+#include "conv_li2018.h"
 #include "conv_s1.h"
 #include "conv_s3.h"
 #include "gemm_auto.h"
@@ -515,13 +519,16 @@ int main(int argc, char **argv) {
     for (const Problem &p : problems) {
         if (faults && (p.conv_kh || p.batch > 1)) continue;
         Operands o = make_operands(p, rng);
-        Fn plain, pipelined, autoscheduled;
+        Fn plain, pipelined, autoscheduled, li2018;
         if (p.conv_kh) {
             plain = VARIANT(conv, s1), pipelined = VARIANT(conv, s3), autoscheduled = VARIANT(conv, auto);
+            li2018 = VARIANT(conv, li2018);
         } else if (p.batch > 1) {
             plain = VARIANT(bmm, s1), pipelined = VARIANT(bmm, s3), autoscheduled = VARIANT(bmm, auto);
+            li2018 = VARIANT(bmm, li2018);
         } else {
             plain = VARIANT(gemm, s1), pipelined = VARIANT(gemm, s3), autoscheduled = VARIANT(gemm, auto);
+            li2018 = VARIANT(gemm, li2018);
         }
         std::vector<Variant> variants;
         bool has_anchor = false;  // variants[0] is the library's
@@ -566,9 +573,10 @@ int main(int argc, char **argv) {
             }
 #endif
         }
-        if (!faults && !p.conv_kh && p.batch == 1) {
-            // Halide 14's own GPU autoscheduler on the same plainly written GEMM.
-            variants.push_back(halide_variant("Li2018", 0, VARIANT(gemm, li2018), &o.a, &o.b, &o.out));
+        if (!faults) {
+            // Halide 14's own GPU autoscheduler on the same plainly written contraction.
+            variants.push_back(halide_variant("Li2018", 0, li2018, p.conv_kh ? &o.a_padded : &o.a, &o.b,
+                                              p.conv_kh ? &o.out_4d : &o.out));
         }
 #ifdef ALCOP_BENCH_CUDA
         if (!faults && !p.conv_kh && p.batch == 1) {
