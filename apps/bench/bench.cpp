@@ -200,6 +200,8 @@ struct Variant {
     std::function<const float *()> result;   // the output, on the host
     bool broken = false;                     // a fault: correct when it is caught (wrong outputs)
     double predicted_us = NAN;               // an autoscheduled variant: what the plugin predicted
+    bool ours = true;                        // false for the libraries and Li2018: a run they
+                                             // cannot make (status) is theirs to report, not a failure
 };
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
@@ -450,6 +452,11 @@ private:
 }  // namespace
 
 int main(int argc, char **argv) {
+    // Halide's default error handler aborts; a failed pipeline should fail its row only.
+    halide_set_error_handler([](void *, const char *msg) {
+        const size_t n = strlen(msg);
+        fprintf(stderr, "Halide: %s%s", msg, n && msg[n - 1] == '\n' ? "" : "\n");
+    });
     std::string size = "small", only;
     int runs = 20;
     bool faults = false;
@@ -575,8 +582,11 @@ int main(int argc, char **argv) {
         }
         if (!faults) {
             // Halide 14's own GPU autoscheduler on the same plainly written contraction.
+            // Its tiles shift inwards at the edges, so outputs narrower than a tile fail its
+            // bounds check (the tiny conv2d): that row is then reported, not counted.
             variants.push_back(halide_variant("Li2018", 0, li2018, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                               p.conv_kh ? &o.out_4d : &o.out));
+            variants.back().ours = false;
         }
 #ifdef ALCOP_BENCH_CUDA
         if (!faults && !p.conv_kh && p.batch == 1) {
@@ -614,8 +624,9 @@ int main(int argc, char **argv) {
 #ifdef ALCOP_BENCH_CUDA
                 alcop::apps::record_kernel_resources(false);
 #endif
-                printf("%-32s %-10s returned status %d\n", p.name.c_str(), v.name.c_str(), status);
-                all_correct = all_correct && is_anchor;
+                printf("%-32s %-10s returned status %d%s\n", p.name.c_str(), v.name.c_str(), status,
+                       v.ours && !is_anchor ? "" : " (not ours: not counted)");
+                all_correct = all_correct && (is_anchor || !v.ours);
                 continue;
             }
             v.sync();
