@@ -20,9 +20,10 @@ status=0
 note() { echo "$*" | tee -a "$out/summary.txt"; }
 
 # cuBLAS, cuDNN and cudart (the anchors) are loaded with dlopen: find them in the toolkit or in
-# Python wheels (nvidia-cublas, nvidia-cudnn) where the machine has them.
+# Python wheels (nvidia-cublas, nvidia-cudnn) where the machine has them; never the toolkit's
+# link-time stubs, which would shadow the driver's libraries.
 libdirs=$(find -H /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
-              \( -name 'libcublas.so*' -o -name 'libcudnn.so*' -o -name 'libcudart.so*' \) 2>/dev/null |
+              \( -name 'libcublas.so*' -o -name 'libcudnn.so*' -o -name 'libcudart.so*' \) -not -path '*/stubs/*' 2>/dev/null |
           xargs -r -n1 dirname | xargs -r realpath | sort -u | paste -sd: -)
 export LD_LIBRARY_PATH="${libdirs:+$libdirs:}${LD_LIBRARY_PATH:-}"
 
