@@ -268,6 +268,69 @@ TEST(Autoscheduler, ConstantKGetsRegisterStagesOnCuda) {
     EXPECT_TRUE(ok) << log;
 }
 
+TEST(Autoscheduler, TheFastKernelFitsTheOccupancyTheModelAssumed) {
+    // 2048^3 on the H200 with the opt-in limits and cp.async-aligned operands, as the CUDA
+    // benchmark builds it. The model's choice assumes some blocks per SM; its fast kernel (the
+    // one with 16-byte cp.async) must fit their registers. With the generic branch's copies in
+    // the same kernel, the 128 x 128, 8 x 8-per-thread choice took 168 registers (one block per
+    // SM, not two).
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    for (ImageParam *in : {&A, &B}) {
+        in->set_host_alignment(16);
+        in->dim(0).set_min(0);
+        in->dim(1).set_stride((in->dim(1).stride() / 4) * 4);
+    }
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    out(x, y) = prod(x, y);
+    out.output_buffer().dim(0).set_min(0);
+    A.set_estimates({{0, 2048}, {0, 2048}});
+    B.set_estimates({{0, 2048}, {0, 2048}});
+    out.set_estimates({{0, 2048}, {0, 2048}});
+    alcop::autoscheduler::request_gpu(out, "H200");
+    alcop::autoscheduler::request_limits(out, "optin");
+    Built b{Pipeline(out), {A, B}};
+    const Target t("host-cuda-cuda_capability_80");
+    Scheduled s = autoschedule(b, "Alcop", t);
+
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) t(\\d+)x(\\d+) S(\\d+) R(\\d+)")))
+        << s.log;
+    alcop::model::Schedule chosen;
+    chosen.bm = std::stoi(m[1]), chosen.bn = std::stoi(m[2]), chosen.kt = std::stoi(m[3]);
+    chosen.tm = std::stoi(m[4]), chosen.tn = std::stoi(m[5]);
+    chosen.smem_stages = std::stoi(m[6]), chosen.reg_stages = std::stoi(m[7]);
+    alcop::model::ModelOptions options;
+    options.limits = alcop::model::RuntimeLimits::OptIn;
+    const alcop::model::Prediction p =
+        alcop::model::predict(alcop::model::make_gemm(2048, 2048, 2048), chosen, *alcop::model::find_gpu("H200"), options);
+    ASSERT_TRUE(p.feasible) << p.reason;
+    // Registers go to warps in units of 256, i.e. 8 per thread.
+    const int budget = 65536 / (p.occ.blocks_per_sm * p.threads) / 8 * 8;
+
+    const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "gemm_fast_kernel", t));
+    std::string fast;
+    std::regex entry("\\.entry (\\w+)\\(");
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator(); ++it) {
+        const size_t begin = it->position(), end = ptx.find(".entry", begin + 1);
+        if (ptx.substr(begin, end - begin).find("cp.async.cg") != std::string::npos) fast = (*it)[1];
+    }
+    ASSERT_FALSE(fast.empty()) << "no kernel copies with 16-byte cp.async";
+    bool ok = false;
+    const std::string log = ptxas(ptx, "fast_kernel", &ok);
+    if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
+    ASSERT_TRUE(ok) << log;
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("function '" + fast + "'[^\\n]*\\n(?:[^\\n]*\\n)*?[^\\n]*Used (\\d+) registers")))
+        << log;
+    const int registers = std::stoi(m[1]);
+    std::cout << "[occupancy] " << chosen.to_string() << ": " << p.occ.blocks_per_sm << " blocks of " << p.threads
+              << " threads per SM leave " << budget << " registers; ptxas gives the fast kernel " << registers << "\n";
+    EXPECT_LE(registers, budget);
+}
+
 /** The schedule string after "chosen: " in a plugin summary. */
 std::string chosen(const std::string &log) {
     std::smatch m;
