@@ -38,6 +38,20 @@ void declare_aligned(Input &in) {
     }
 }
 
+// What the three contractions' GeneratorParams gpu, limits and aligned ask of the autoscheduler
+// and promise of their operands `a` and `b` and their output.
+template<typename Input, typename Output>
+void request_and_promise(Output &out, Input &a, Input &b, const std::string &gpu, const std::string &limits,
+                         bool aligned) {
+    alcop::autoscheduler::request_gpu(out, gpu);
+    alcop::autoscheduler::request_limits(out, limits);
+    if (aligned) {
+        declare_aligned(a);
+        declare_aligned(b);
+        out.dim(0).set_min(0);
+    }
+}
+
 class Gemm : public Generator<Gemm> {
 public:
     GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
@@ -69,13 +83,7 @@ public:
         if (candidate > 0) {
             alcop::autoscheduler::request_candidate(out, candidate);
         }
-        alcop::autoscheduler::request_gpu(out, gpu);
-        alcop::autoscheduler::request_limits(out, limits);
-        if (aligned) {
-            declare_aligned(A);
-            declare_aligned(B);
-            out.dim(0).set_min(0);
-        }
+        request_and_promise(out, A, B, gpu, limits, aligned);
 
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
@@ -143,13 +151,7 @@ public:
         // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
         RDom r(0, A.dim(0).extent(), "r");
         out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
-        alcop::autoscheduler::request_gpu(out, gpu);
-        alcop::autoscheduler::request_limits(out, limits);
-        if (aligned) {
-            declare_aligned(A);
-            declare_aligned(B);
-            out.dim(0).set_min(0);
-        }
+        request_and_promise(out, A, B, gpu, limits, aligned);
 
         A.set_estimates({{0, K}, {0, M}, {0, batch}});
         B.set_estimates({{0, N}, {0, K}, {0, batch}});
@@ -178,13 +180,7 @@ public:
         conv(co, x, y, n) = 0.0f;
         conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
         out(co, x, y, n) = conv(co, x, y, n);
-        alcop::autoscheduler::request_gpu(out, gpu);
-        alcop::autoscheduler::request_limits(out, limits);
-        if (aligned) {
-            declare_aligned(input);
-            declare_aligned(weights);
-            out.dim(0).set_min(0);
-        }
+        request_and_promise(out, input, weights, gpu, limits, aligned);
 
         const int KH = 3, KW = 3;
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
