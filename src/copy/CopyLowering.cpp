@@ -465,10 +465,8 @@ public:
             }
         }
         body = Block::make(Block::make(init), body);
-        // Device code generators expect every allocation to be freed explicitly.
         auto allocate = [&](const std::string &name, Type t, int elements) {
-            body = Allocate::make(name, t, MemoryType::Register, {elements}, const_true(),
-                                  Block::make(body, Free::make(name)));
+            body = with_registers(name, t, elements, body);
         };
         for (const Held &h : held) {
             const int lanes = h.type.lanes();
@@ -484,6 +482,10 @@ public:
 };
 
 }  // namespace
+
+Stmt with_registers(const std::string &name, Type t, int elements, const Stmt &body) {
+    return Allocate::make(name, t, MemoryType::Register, {elements}, const_true(), Block::make(body, Free::make(name)));
+}
 
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind) {
     if (kind == CopyKind::EmulatedAsync) return std::make_unique<EmulatedAsync>();

@@ -57,6 +57,11 @@ struct IssuedCopy {
     std::vector<Registers> registers;
 };
 
+/** `body` inside a per-thread register array `name` of `elements` values of type `t`, freed at
+ * its end: device code generators expect every allocation to be freed explicitly. */
+Halide::Internal::Stmt with_registers(const std::string &name, Halide::Type t, int elements,
+                                      const Halide::Internal::Stmt &body);
+
 class CopyLowering {
 public:
     virtual ~CopyLowering() = default;

@@ -274,9 +274,7 @@ class InjectPipelines : public IRMutator {
         Stmt pipelined = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, sequence(steady));
         Stmt result = copies->finish(sequence({sequence(prologue), pipelined, copies->wait(0), make_barrier()}));
         for (const IssuedCopy::Registers &r : registers) {
-            // Device code generators expect every allocation to be freed explicitly.
-            result = Allocate::make(r.name, r.type, MemoryType::Register, {r.elements}, const_true(),
-                                    Block::make(result, Free::make(r.name)));
+            result = with_registers(r.name, r.type, r.elements, result);
         }
         return result;
     }

@@ -1,6 +1,7 @@
 #include "rewrite/PipelineFragments.h"
 
 #include "Error.h"
+#include "copy/CopyLowering.h"
 
 namespace alcop {
 
@@ -116,8 +117,7 @@ class Builder {
         copy_out.insert(copy_out.end(), copy_back.begin(), copy_back.end());
         Stmt s = Block::make(copy_out);
         for (const auto &t : temporaries) {
-            s = Allocate::make(t.first, t.second->storage->type, MemoryType::Register,
-                               {(int)(stages * t.second->elements)}, const_true(), Block::make(s, Free::make(t.first)));
+            s = with_registers(t.first, t.second->storage->type, (int)(stages * t.second->elements), s);
         }
         return s;
     }
