@@ -12,10 +12,6 @@ using namespace Halide::Internal;
 
 namespace {
 
-std::string describe_loop(const For *loop) {
-    return "the serial loop " + loop->name;
-}
-
 /** Where each requested fragment is produced, consumed and stored. */
 class FindFragmentLoops : public IRVisitor {
     using IRVisitor::visit;

@@ -12,6 +12,10 @@ namespace alcop {
 using namespace Halide;
 using namespace Halide::Internal;
 
+std::string describe_loop(const For *loop) {
+    return "the serial loop " + loop->name;
+}
+
 bool is_barrier(const Stmt &s) {
     const Evaluate *e = s.as<Evaluate>();
     const Call *c = e ? e->value.as<Call>() : nullptr;
@@ -240,10 +244,6 @@ bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, st
     } finder(alloc->name, owner);
     alloc->body.accept(&finder);
     return finder.found;
-}
-
-std::string describe_loop(const For *loop) {
-    return "the serial loop " + loop->name;
 }
 
 /** Analyzes one streaming loop; raises the user errors of the header comment. */

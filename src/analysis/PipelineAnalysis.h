@@ -93,6 +93,9 @@ void cut_loop_body(const Halide::Internal::Stmt &body, const std::set<std::strin
 /** True for `gpu_thread_barrier(...)` statements. */
 bool is_barrier(const Halide::Internal::Stmt &s);
 
+/** How the user errors name a loop: "the serial loop <name>". */
+std::string describe_loop(const Halide::Internal::For *loop);
+
 }  // namespace alcop
 
 #endif
