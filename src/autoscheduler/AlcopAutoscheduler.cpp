@@ -740,6 +740,17 @@ void apply_contraction_schedule(const Pipeline &p, const Target &target, const C
     text.body << "alcop::enable(pipeline, target);\n";
 }
 
+/** The GPU `name` names (see model::find_gpu); a user error, said by `who`, if none. */
+const model::GpuSpec &named_gpu(const std::string &name, const std::string &who) {
+    const model::GpuSpec *gpu = model::find_gpu(name);
+    if (!gpu) {
+        std::string known;
+        for (const model::GpuSpec &g : model::all_gpus()) known += (known.empty() ? "" : ", ") + g.name;
+        user_error << who << " names no GPU the model knows (" << known << ").\n";
+    }
+    return *gpu;
+}
+
 }  // namespace
 
 Options Options::from_environment() {
@@ -747,8 +758,7 @@ Options Options::from_environment() {
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_VERBOSE")) o.verbose = std::string(v) != "0" && *v;
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_TOP")) o.top = std::max(1, atoi(v));
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_GPU")) {
-        o.gpu = model::find_gpu(v);
-        user_assert(o.gpu) << "ALCOP_AUTOSCHEDULER_GPU=" << v << " names no GPU the model knows (V100, A100, RTX3090, RTX4090, H100, H200).\n";
+        o.gpu = &named_gpu(v, std::string("ALCOP_AUTOSCHEDULER_GPU=") + v);
     }
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_LIMITS")) {
         user_assert(std::string(v) == "optin" || std::string(v) == "default")
@@ -772,7 +782,6 @@ std::optional<std::string> requested(const std::vector<Function> &outputs, const
 }
 
 }  // namespace
-
 
 const model::GpuSpec &gpu_for_target(const Target &target) {
     if (target.has_feature(Target::CUDA)) {
@@ -828,9 +837,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     for (const Func &f : p.outputs()) outputs.push_back(f.function());
     r.gpu = options.gpu ? options.gpu : &gpu_for_target(target);
     if (std::optional<std::string> gpu = requested(outputs, gpu_tag)) {
-        r.gpu = model::find_gpu(*gpu);
-        user_assert(r.gpu) << "request_gpu(" << outputs[0].name() << ", \"" << *gpu
-                           << "\") names no GPU the model knows (V100, A100, RTX3090, RTX4090, H100, H200).\n";
+        r.gpu = &named_gpu(*gpu, "request_gpu(" + outputs[0].name() + ", \"" + *gpu + "\")");
     }
     model::SearchOptions search = options.search;
     if (std::optional<std::string> limits = requested(outputs, limits_tag)) {
