@@ -9,7 +9,7 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
+#include "directive/Requests.h"
 #include "analysis/PipelineSummary.h"
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "autoscheduler/AlcopAutoscheduler.h"
 
-#include "Directive.h"
+#include "alcop/Directive.h"
 #include "Error.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@ namespace autoscheduler {
 
 using namespace Halide;
 using namespace Halide::Internal;
+using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 
