@@ -31,7 +31,8 @@ public:
     void schedule() {
         Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
         out.gpu_tile(x, y, xo, yo, xi, yi, tile, tile, TailStrategy::GuardWithIf);
-        prod.compute_at(out, xo).gpu_threads(x, y);
+        // One tile size for every block, edges included, so that the staged tiles have one too.
+        prod.compute_at(out, xo).bound_extent(x, tile).bound_extent(y, tile).gpu_threads(x, y);
         prod.update().reorder(r.x, x, y, r.y).gpu_threads(x, y).unroll(r.x);
         for (alcop::Func f : {A_shared, B_shared}) {
             f.compute_at(prod, r.y).store_in(MemoryType::GPUShared).gpu_threads(f.args()[0], f.args()[1]);

@@ -21,6 +21,8 @@ int mismatches(const char *name, int (*gemm)(halide_buffer_t *, halide_buffer_t 
     std::uniform_real_distribution<float> u(-1, 1);
     A.for_each_value([&](float &v) { v = u(rng); });
     B.for_each_value([&](float &v) { v = u(rng); });
+    A.set_host_dirty();  // written on the host: the pipeline copies them to the device
+    B.set_host_dirty();
     if (gemm(A, B, out) != 0) {
         std::printf("%s %dx%dx%d: the pipeline failed\n", name, M, N, K);
         return M * N;
