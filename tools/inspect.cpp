@@ -10,7 +10,7 @@
 #include "Halide.h"
 
 #include "directive/Requests.h"
-#include "analysis/PipelineSummary.h"
+#include "PipelineSummary.h"
 
 #include <cstdio>
 #include <fstream>
