@@ -15,7 +15,7 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
+#include "alcop/Alcop.h"
 
 #include <vector>
 

@@ -13,9 +13,7 @@
 #include "Halide.h"
 
 #include "ContractionSchedule.h"
-#include "Directive.h"
-#include "Error.h"
-#include "copy/CopyLowering.h"
+#include "alcop/Alcop.h"
 
 namespace {
 
@@ -43,16 +41,15 @@ public:
 
     void generate() {
         const int kt = tile_k, vw = vector_width, s = stride, pd = pad;
-        user_assert(get_target().has_gpu_feature()) << "The conv2d generator needs a GPU target.\n";
-        user_assert(kt % vw == 0 && block_n % vw == 0) << "vector_width must divide tile_k and block_n.\n";
+        _halide_user_assert(get_target().has_gpu_feature()) << "The conv2d generator needs a GPU target.\n";
+        _halide_user_assert(kt % vw == 0 && block_n % vw == 0) << "vector_width must divide tile_k and block_n.\n";
         Expr CI = input.dim(0).extent(), W = input.dim(1).extent(), H = input.dim(2).extent();
         Expr CO = filter.dim(0).extent(), KW = filter.dim(2).extent(), KH = filter.dim(3).extent();
         Expr OW = (W + 2 * pd - KW) / s + 1, OH = (H + 2 * pd - KH) / s + 1;
         Expr pixels = OW * OH * input.dim(3).extent();
 
         // As in the GEMM: unclamped contiguous dimensions where copies become cp.async.
-        const bool async = get_target().has_feature(Target::CUDA) &&
-                           alcop::copy_kind_for(DeviceAPI::CUDA, get_target()) == alcop::CopyKind::Async;
+        const bool async = get_target().has_feature(Target::CUDA) && alcop::uses_async_copies(get_target());
         auto contiguous = [&](Expr i, Expr extent) {
             return async ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
         };

@@ -16,7 +16,7 @@
 
 #include "Halide.h"
 
-#include "autoscheduler/Requests.h"
+#include "alcop/Autoscheduler.h"
 
 namespace {
 
@@ -59,10 +59,10 @@ public:
     GeneratorParam<bool> constant_k{"constant_k", false};
     // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
-    // The GPU the autoscheduler models ("": the target's; see Requests.h).
+    // The GPU the autoscheduler models ("": the target's; see alcop/Autoscheduler.h).
     GeneratorParam<std::string> gpu{"gpu", ""};
     // The launch limits it assumes: "optin" where the app links apps/common/CudaOptIn ("": the
-    // runtime's defaults; see Requests.h).
+    // runtime's defaults; see alcop/Autoscheduler.h).
     GeneratorParam<std::string> limits{"limits", ""};
     // The operands meet cp.async's alignment (declare_aligned).
     GeneratorParam<bool> aligned{"aligned", false};

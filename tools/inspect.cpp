@@ -9,8 +9,8 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
-#include "analysis/PipelineSummary.h"
+#include "directive/Requests.h"
+#include "PipelineSummary.h"
 
 #include <cstdio>
 #include <fstream>

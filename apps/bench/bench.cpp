@@ -26,7 +26,7 @@
 #include "model/GpuSpec.h"
 
 #ifdef ALCOP_BENCH_CUDA
-#include "CudaOptIn.h"
+#include "alcop/CudaOptIn.h"
 #include "autoscheduled_predictions.h"
 #include "bmm_cuda_auto.h"
 #include "bmm_cuda_li2018.h"

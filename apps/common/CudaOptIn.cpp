@@ -1,4 +1,4 @@
-#include "CudaOptIn.h"
+#include "alcop/CudaOptIn.h"
 
 #include <algorithm>
 #include <atomic>

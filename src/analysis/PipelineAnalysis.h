@@ -23,7 +23,7 @@
  * It changes nothing; the plan and the rewrite consume what it returns.
  */
 
-#include "Directive.h"
+#include "directive/Requests.h"
 
 #include <map>
 #include <set>

@@ -8,6 +8,7 @@ namespace autoscheduler {
 
 using namespace Halide;
 using namespace Halide::Internal;
+using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 

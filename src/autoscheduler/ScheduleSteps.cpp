@@ -1,6 +1,6 @@
 #include "autoscheduler/ScheduleSteps.h"
 
-#include "Directive.h"
+#include "alcop/Directive.h"
 #include "Error.h"
 #include "autoscheduler/SourceHelpers.h"
 
@@ -14,6 +14,7 @@ namespace autoscheduler {
 
 using namespace Halide;
 using namespace Halide::Internal;
+using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 

@@ -7,6 +7,7 @@ namespace autoscheduler {
 
 using namespace Halide;
 using namespace Halide::Internal;
+using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 void clamp_to_input_bounds(Func wrapper) {
     Function w = wrapper.function();

@@ -17,25 +17,13 @@
  *    or such a load under a select(prefix-of-lanes predicate, load, 0), becomes a cp.async
  *    marker (see codegen/AsyncCopyMarkers.h) whose src-size zero-fills what the predicate cuts
  *    off; the copies of one step form one commit group. Other stores are register-staged.
- *  - EmulatedAsync (test-only, any GPU target): cp.async's group semantics in plain code, with
- *    every copy written as late as cp.async allows. At issue, each store's value, index and
- *    predicate go into per-thread registers, in the entry of a ring that belongs to the group
- *    being built (one entry per group that may be in flight); commit counts the group; wait(n)
- *    writes every group but the newest n into its slots, oldest first, and only then. Issuing
- *    into a full ring first writes the oldest group, which only happens when groups pile up
- *    across iterations (a missing wait): still a completion order cp.async allows. So a wait
- *    that is missing or retires too few groups leaves a tile out of its slot when it is read,
- *    and the numbers are wrong whatever the order of the threads. Writing late is the wrong
- *    test for a missing write-after-read barrier, whose race needs the write early: the other
- *    kinds catch that one (test/opencl/fault_test.cpp). A copy with a loop inside is an error
- *    (its stores would need one set of registers per trip).
  * The rewrite does not change with the kind.
  *
  * Guarantee of every kind: once wait(n) returned and the block passed the following barrier,
  * every tile but the newest n committed steps is in its slot.
  */
 
-#include "Directive.h"
+#include "alcop/Directive.h"
 
 #include <memory>
 #include <string>
@@ -83,7 +71,7 @@ public:
 
     /** Called once per pipelined loop with all of it (prologue, loop and what follows), after
      * every copy, commit and wait of the loop was emitted: a kind that keeps state across steps
-     * (EmulatedAsync) completes its code and allocates that state here. */
+     * (the tests' async emulation) completes its code and allocates that state here. */
     virtual Halide::Internal::Stmt finish(const Halide::Internal::Stmt &pipelined) {
         return pipelined;
     }
@@ -96,7 +84,7 @@ std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);
 
 /** The kind for a kernel: what `requested` says, where Auto means Async for CUDA kernels on
  * targets with cuda_capability >= 80 and RegisterStaged for every other GPU kernel. Async is
- * a user error where the kernel cannot use it; EmulatedAsync is plain code and fits any. */
+ * a user error where the kernel cannot use it. */
 CopyKind copy_kind_for(Halide::DeviceAPI device, const Halide::Target &target, CopyKind requested = CopyKind::Auto);
 
 }  // namespace alcop

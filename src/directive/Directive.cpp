@@ -1,7 +1,10 @@
-#include "Directive.h"
+#include "alcop/Directive.h"
 
-#include "rewrite/LowerPipelines.h"
 #include "Error.h"
+#include "copy/CopyLowering.h"
+#include "directive/Requests.h"
+#include "directive/TestHooks.h"
+#include "rewrite/LowerPipelines.h"
 
 #include <cstring>
 #include <sstream>
@@ -36,7 +39,7 @@ const char *to_string(Level level) {
     return "?";
 }
 
-Func pipeline(Func f, int stages, Level level) {
+Halide::Func pipeline(Halide::Func f, int stages, Level level) {
     user_assert(stages >= 1)
         << "alcop::pipeline(" << f.name() << ", " << stages << "): the number of stages must be at "
         << "least 1 (1 means no pipelining).\n";
@@ -64,7 +67,7 @@ std::optional<PipelineRequest> requested_pipeline(const Function &f) {
     return result;
 }
 
-Func min_blocks_per_sm(Func f, int blocks) {
+Halide::Func min_blocks_per_sm(Halide::Func f, int blocks) {
     user_assert(blocks >= 1) << "alcop::min_blocks_per_sm(" << f.name() << ", " << blocks
                              << "): at least one block must fit on an SM.\n";
     f.add_trace_tag(launch_bounds_prefix + std::to_string(blocks));
@@ -79,15 +82,33 @@ std::optional<int> requested_min_blocks_per_sm(const Function &f) {
     return result;
 }
 
+Func &Func::pipeline(int stages, Level level) {
+    alcop::pipeline(*this, stages, level);
+    return *this;
+}
+
+Func &Func::min_blocks_per_sm(int blocks) {
+    alcop::min_blocks_per_sm(*this, blocks);
+    return *this;
+}
+
+bool uses_async_copies(const Target &target, CopyKind copies) {
+    return copy_kind_for(DeviceAPI::CUDA, target, copies) == CopyKind::Async;
+}
+
 void enable(Pipeline p, const Options &options) {
+    testing::enable(std::move(p), options, testing::Hooks());
+}
+
+void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
     for (const CustomLoweringPass &pass : p.custom_lowering_passes()) {
         if (dynamic_cast<LowerPipelines *>(pass.pass)) return;
     }
     std::vector<Function> outputs;
-    for (const Func &f : p.outputs()) {
+    for (const Halide::Func &f : p.outputs()) {
         outputs.push_back(f.function());
     }
-    p.add_custom_lowering_pass(new LowerPipelines(outputs, options));
+    p.add_custom_lowering_pass(new LowerPipelines(outputs, options, hooks));
 }
 
 void enable(Pipeline p, const Target &target) {

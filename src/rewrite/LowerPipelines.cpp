@@ -4,6 +4,7 @@
 #include "analysis/PipelineAnalysis.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
+#include "directive/TestHooks.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
 #include "rewrite/PipelineFragments.h"
@@ -62,6 +63,7 @@ class InjectPipelines : public IRMutator {
 
     const PipelineAnalysis &analysis;
     const Options &options;
+    const testing::Hooks &hooks;
 
     // Per pipelined loop: its analysis and plan; per allocation: its kernel plan and how the
     // kernel copies.
@@ -86,7 +88,7 @@ class InjectPipelines : public IRMutator {
     Expr slot_index(const Expr &index, const std::string &func, Type t, bool is_load, ModulusRemainder &alignment) {
         const SlotAddress &a = addresses.at(func);
         const int bytes = t.element_of().bytes();
-        const bool off_by_one = is_load && options.fault == Fault::SlotOffByOne;
+        const bool off_by_one = is_load && hooks.fault == testing::Fault::SlotOffByOne;
         Expr slot = (a.iteration + (off_by_one ? 1 : 0)) % a.stages;
         // Every term is a whole multiple of slot_alignment bytes (see PipelinePlan.h), so the
         // shift is a whole number of elements and keeps what Halide proved about alignment,
@@ -135,7 +137,7 @@ class InjectPipelines : public IRMutator {
             return IRMutator::visit(op);
         }
         const KernelPlan &plan = *it->second.first;
-        copies = make_copy_lowering(it->second.second);
+        copies = hooks.copies ? hooks.copies() : make_copy_lowering(it->second.second);
         internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
         const int bytes = op->type.bytes();
         Expr old_bytes = op->extents[0] * bytes;
@@ -185,9 +187,9 @@ class InjectPipelines : public IRMutator {
         // Issues the copies of one step (a prologue step p, or the prefetch of iteration k)
         // of every buffer that fetches that far ahead, then closes the step's group.
         std::vector<IssuedCopy::Registers> registers;
-        // Fault::MissingWarBarrier: iteration k issues the copies of iteration k + 1 after its
+        // testing::Fault::MissingWarBarrier: iteration k issues the copies of iteration k + 1 after its
         // consumers, and the prologue those of the first iteration.
-        const bool war_fault = options.fault == Fault::MissingWarBarrier;
+        const bool war_fault = hooks.fault == testing::Fault::MissingWarBarrier;
         auto copy_step = [&](bool in_prologue, int p, std::vector<Stmt> &before, std::vector<Stmt> &after) {
             const bool late = !in_prologue && war_fault;
             for (const BufferPlan &b : plan.buffers) {
@@ -204,13 +206,13 @@ class InjectPipelines : public IRMutator {
 
         // The wait and barrier that make the next tile visible close the prologue and every
         // iteration, so that each iteration starts with its tile in place.
-        const bool short_wait = options.fault == Fault::WaitOneGroupShort;
+        const bool short_wait = hooks.fault == testing::Fault::WaitOneGroupShort;
         const int in_flight = min_distance - 1 + (short_wait ? 1 : 0);
         auto publish_next_tile = [&](std::vector<Stmt> &stmts, bool in_loop) {
-            if (!in_loop || options.fault != Fault::DropWait) {
+            if (!in_loop || hooks.fault != testing::Fault::DropWait) {
                 stmts.push_back(copies->wait(in_flight));
             }
-            if (!in_loop || options.fault != Fault::DropBarrier) {
+            if (!in_loop || hooks.fault != testing::Fault::DropBarrier) {
                 stmts.push_back(make_barrier());
             }
         };
@@ -334,7 +336,7 @@ class InjectPipelines : public IRMutator {
         for (const Stmt &s : loop.body.stmts) {
             pieces.push_back(mutate(s));
         }
-        return pipeline_fragments(loop, pieces, composition, options.fault);
+        return pipeline_fragments(loop, pieces, composition, hooks.fault);
     }
 
     /** The fragment pipeline of `loop` composed with the shared one: its steps, and its
@@ -360,8 +362,8 @@ public:
     }
 
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
-                    const std::vector<FragmentLoop> &fragments, const Options &options)
-        : analysis(analysis), options(options) {
+                    const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks)
+        : analysis(analysis), options(options), hooks(hooks) {
         for (const FragmentLoop &l : fragments) {
             if (l.one_step.defined()) {
                 one_step_bodies[l.one_step.get()] = &l;
@@ -406,7 +408,7 @@ void set_lowering_observer(LoweringObserver o) {
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options));
+    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options, hooks));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);
@@ -441,7 +443,7 @@ std::map<std::string, int> collect_launch_bounds(const std::vector<Function> &ou
 }
 
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
-                      const Options &options) {
+                      const Options &options, const testing::Hooks &hooks) {
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
     const std::vector<FragmentLoop> fragments = analyze_fragments(s, requests);
     if (analysis.kernels.empty() && fragments.empty()) {
@@ -451,7 +453,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k));
     }
-    InjectPipelines inject(analysis, plans, fragments, options);
+    InjectPipelines inject(analysis, plans, fragments, options, hooks);
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();
     return result;

@@ -42,7 +42,8 @@
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */
 
-#include "Directive.h"
+#include "directive/Requests.h"
+#include "directive/TestHooks.h"
 
 #include <map>
 #include <string>
@@ -53,7 +54,8 @@ namespace alcop {
 /** The rewrite for a bare Stmt and explicit requests (keyed by Func name). */
 Halide::Internal::Stmt inject_pipelines(const Halide::Internal::Stmt &s,
                                         const std::map<std::string, PipelineRequest> &requests,
-                                        const Options &options = Options());
+                                        const Options &options = Options(),
+                                        const testing::Hooks &hooks = testing::Hooks());
 
 /** The requests recorded on the Funcs of a pipeline (its outputs, everything they call,
  * and the wrappers made by Func::in()). */
@@ -65,8 +67,8 @@ std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Inter
 /** The custom lowering pass that alcop::enable() installs. */
 class LowerPipelines : public Halide::Internal::IRMutator {
 public:
-    LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options)
-        : outputs(std::move(outputs)), options(options) {
+    LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options, testing::Hooks hooks)
+        : outputs(std::move(outputs)), options(std::move(options)), hooks(std::move(hooks)) {
     }
 
     /** Called once by Halide with the whole lowered pipeline. */
@@ -76,6 +78,7 @@ public:
 private:
     std::vector<Halide::Internal::Function> outputs;
     Options options;
+    testing::Hooks hooks;
 };
 
 }  // namespace alcop

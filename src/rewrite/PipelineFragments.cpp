@@ -50,7 +50,7 @@ class Builder {
     const FragmentLoop &loop;
     const std::vector<Stmt> &pieces;
     const SharedLoopContext *shared;
-    const Fault fault;
+    const testing::Fault fault;
     const int steps, stages, distance;
 
     /** Piece i at step `step` of the loop, its fragment accesses in slot `slot`. */
@@ -123,7 +123,7 @@ class Builder {
     }
 
 public:
-    Builder(const FragmentLoop &loop, const std::vector<Stmt> &pieces, const SharedLoopContext *shared, Fault fault)
+    Builder(const FragmentLoop &loop, const std::vector<Stmt> &pieces, const SharedLoopContext *shared, testing::Fault fault)
         : loop(loop), pieces(pieces), shared(shared), fault(fault), steps(loop.extent), stages(loop.stages),
           distance(loop.stages - 1) {
         internal_assert(pieces.size() == loop.body.stmts.size());
@@ -142,8 +142,8 @@ public:
                 }
             }
         }
-        const bool late_publish = fault == Fault::FragmentBeforeBarrier;
-        const int read_shift = fault == Fault::SlotOffByOne ? 1 : 0;
+        const bool late_publish = fault == testing::Fault::FragmentBeforeBarrier;
+        const int read_shift = fault == testing::Fault::SlotOffByOne ? 1 : 0;
         for (int j = 0; j < steps; j++) {
             const bool publish_here = shared && j == steps - distance;
             if (publish_here && !late_publish) {
@@ -172,7 +172,7 @@ public:
 }  // namespace
 
 FragmentPipeline pipeline_fragments(const FragmentLoop &loop, const std::vector<Stmt> &pieces,
-                                    const SharedLoopContext *shared, Fault fault) {
+                                    const SharedLoopContext *shared, testing::Fault fault) {
     return Builder(loop, pieces, shared, fault).build();
 }
 

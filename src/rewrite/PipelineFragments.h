@@ -24,6 +24,7 @@
  */
 
 #include "analysis/FragmentAnalysis.h"
+#include "directive/TestHooks.h"
 
 #include <string>
 #include <utility>
@@ -50,7 +51,7 @@ struct FragmentPipeline {
  * the shared-level rewrite. With `shared`, composes with that loop. `fault` (tests only)
  * breaks it on purpose: SlotOffByOne, FragmentBeforeBarrier. */
 FragmentPipeline pipeline_fragments(const FragmentLoop &loop, const std::vector<Halide::Internal::Stmt> &pieces,
-                                    const SharedLoopContext *shared, Fault fault = Fault::None);
+                                    const SharedLoopContext *shared, testing::Fault fault = testing::Fault::None);
 
 }  // namespace alcop
 

@@ -3,7 +3,7 @@
 // limit first, and modules load without the runtime's 64-register cap. The driver is a fake
 // (fake_cuda_driver.cpp) that records its calls.
 
-#include "CudaOptIn.h"
+#include "alcop/CudaOptIn.h"
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 #include "gemm_cuda_s1.h"

@@ -8,7 +8,7 @@
 
 #include "Halide.h"
 
-#include "autoscheduler/Requests.h"
+#include "alcop/Autoscheduler.h"
 
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"

@@ -8,7 +8,7 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
+#include "directive/Requests.h"
 #include "autoscheduler/AlcopAutoscheduler.h"
 
 #include "as_bmm.schedule.h"

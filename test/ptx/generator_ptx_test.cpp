@@ -150,7 +150,7 @@ TEST_P(AsyncCopies, AreGroupedWaitedForAndAssemble) {
 TEST(AsyncCopies, BrokenPipelinesAreCaught) {
     const std::string target = "host-cuda-cuda_capability_80";
     for (const std::string fault : {"drop_barrier", "wait_one_group_short", "drop_wait"}) {
-        const std::string ptx = ptx_of("gemm", target, {{"stages", "3"}, {"fault", fault}});
+        const std::string ptx = ptx_of("testing_gemm", target, {{"stages", "3"}, {"fault", fault}});
         EXPECT_NE(join(async_pipeline_problems(ptx, 3)), "") << fault << " was not caught";
     }
 }

@@ -5,7 +5,7 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
+#include "directive/Requests.h"
 #include "rewrite/LowerPipelines.h"
 #include "SyntheticIR.h"
 
@@ -259,7 +259,7 @@ public:
 
 std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none") {
     Target t("host-opencl");
-    auto gen = GeneratorRegistry::create("gemm", GeneratorContext(t));
+    auto gen = GeneratorRegistry::create("testing_gemm", GeneratorContext(t));
     gen->set_generator_param_values({{"stages", std::to_string(stages)},
                                      {"register_stages", std::to_string(register_stages)},
                                      {"fault", fault}});

@@ -2,8 +2,8 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
-#include "analysis/PipelineSummary.h"
+#include "directive/Requests.h"
+#include "PipelineSummary.h"
 
 #include <gtest/gtest.h>
 
@@ -116,7 +116,7 @@ TEST(Lowering, StagesOneIsUnchanged) {
 }
 
 TEST(Lowering, DroppingTheBarrierShowsInTheIR) {
-    alcop::PipelineSummary shape = alcop::summarize_pipeline(lower_generator("gemm", {{"stages", "3"}, {"fault", "drop_barrier"}}),
+    alcop::PipelineSummary shape = alcop::summarize_pipeline(lower_generator("testing_gemm", {{"stages", "3"}, {"fault", "drop_barrier"}}),
                           {"A_shared", "B_shared"});
     EXPECT_EQ(shape.loop_barriers, 0);
 }

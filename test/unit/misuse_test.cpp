@@ -4,7 +4,7 @@
 
 #include "Halide.h"
 
-#include "Directive.h"
+#include "directive/Requests.h"
 #include "rewrite/LowerPipelines.h"
 #include "SyntheticIR.h"
 

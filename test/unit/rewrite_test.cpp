@@ -2,6 +2,7 @@
 
 #include "Halide.h"
 
+#include "EmulatedAsyncCopies.h"
 #include "SyntheticIR.h"
 #include "copy/CopyLowering.h"
 #include "rewrite/LowerPipelines.h"
@@ -13,6 +14,12 @@
 using namespace synthetic;
 
 namespace {
+
+alcop::testing::Hooks emulated() {
+    alcop::testing::Hooks hooks;
+    hooks.copies = alcop::testing::make_emulated_async_copies;
+    return hooks;
+}
 
 // Two streaming loops of one kernel, one after the other, whose tiles Halide placed at the
 // same offset (their lifetimes do not overlap): each is pipelined with its own stage count,
@@ -39,9 +46,7 @@ TEST(Rewrite, TwoPipelinedLoopsInOneKernel) {
 // prologue steps and the loop's step at 3 stages). No marker is left for codegen.
 TEST(Rewrite, EmulatedAsyncWritesSlotsOnlyAtWaits) {
     Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(), barrier()})));
-    alcop::Options options;
-    options.copies = alcop::CopyKind::EmulatedAsync;
-    Stmt result = alcop::inject_pipelines(s, {{"P", {3, alcop::Level::Shared}}}, options);
+    Stmt result = alcop::inject_pipelines(s, {{"P", {3, alcop::Level::Shared}}}, alcop::Options(), emulated());
 
     class Check : public IRVisitor {
         using IRVisitor::visit;
@@ -81,10 +86,8 @@ TEST(Rewrite, EmulatedAsyncRejectsACopyWithALoop) {
     Stmt copy = produce("P", For::make("i", 0, 1, ForType::Serial, DeviceAPI::None,
                                        store("S", var("tx") + var("i"), load("in", var("ko") * 16 + var("tx")))));
     Stmt s = kernel(streaming_loop(Block::make({copy, barrier(), use_tile(), barrier()})));
-    alcop::Options options;
-    options.copies = alcop::CopyKind::EmulatedAsync;
     try {
-        alcop::inject_pipelines(s, {{"P", {2, alcop::Level::Shared}}}, options);
+        alcop::inject_pipelines(s, {{"P", {2, alcop::Level::Shared}}}, alcop::Options(), emulated());
         FAIL() << "a copy with a loop was accepted";
     } catch (const CompileError &e) {
         EXPECT_NE(std::string(e.what()).find("cannot hold a copy with a loop"), std::string::npos) << e.what();

@@ -1,5 +1,5 @@
-#ifndef ALCOP_CUDA_OPT_IN_H
-#define ALCOP_CUDA_OPT_IN_H
+#ifndef ALCOP_PUBLIC_CUDA_OPT_IN_H
+#define ALCOP_PUBLIC_CUDA_OPT_IN_H
 
 // Lifts the two caps Halide 14's CUDA runtime puts on every kernel, so that an app's kernels get
 // what their schedule needs: more than 48 KB of dynamic shared memory, and more than 64

@@ -1,0 +1,75 @@
+// Two GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), as a user of Halide-ALCOP writes them.
+
+#include "Halide.h"
+#include "alcop/Alcop.h"
+
+namespace {
+
+using namespace Halide;
+
+// Scheduled by hand: a 16 x 16 block of threads computes a 16 x 16 tile of out, one element per
+// thread, over chunks of 16 of the reduction; each chunk's tiles of A and B are staged in shared
+// memory, and ALCOP pipelines them 3 deep, so that the copies of chunk ko + 2 overlap the
+// compute of chunk ko. The operands read zeros past their edges, so that every chunk's tile
+// has one size and place, which is what a pipeline needs.
+class PipelinedGemm : public Generator<PipelinedGemm> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        A_shared(k, y) = select(k < K && y < M, A(clamp(k, 0, K - 1), clamp(y, 0, M - 1)), 0.0f);
+        B_shared(x, k) = select(x < N && k < K, B(clamp(x, 0, N - 1), clamp(k, 0, K - 1)), 0.0f);
+        r = RDom(0, tile, 0, (K + tile - 1) / tile, "r");  // r.x: within a chunk, r.y: the chunk
+        prod(x, y) = 0.0f;
+        prod(x, y) += A_shared(r.y * tile + r.x, y) * B_shared(x, r.y * tile + r.x);
+        out(x, y) = prod(x, y);
+    }
+
+    void schedule() {
+        Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        out.gpu_tile(x, y, xo, yo, xi, yi, tile, tile, TailStrategy::GuardWithIf);
+        // One tile size for every block, edges included, so that the staged tiles have one too.
+        prod.compute_at(out, xo).bound_extent(x, tile).bound_extent(y, tile).gpu_threads(x, y);
+        prod.update().reorder(r.x, x, y, r.y).gpu_threads(x, y).unroll(r.x);
+        for (alcop::Func f : {A_shared, B_shared}) {
+            f.compute_at(prod, r.y).store_in(MemoryType::GPUShared).gpu_threads(f.args()[0], f.args()[1]);
+            f.pipeline(3);
+        }
+        alcop::enable(get_pipeline(), get_target());
+    }
+
+private:
+    static constexpr int tile = 16;
+    Var x{"x"}, y{"y"}, k{"k"};
+    alcop::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    RDom r;
+};
+
+// Written plainly, with estimates: the Alcop autoscheduler (AUTOSCHEDULER HalideAlcop::Alcop)
+// tiles it, stages its operands in shared memory and pipelines them.
+class PlainGemm : public Generator<PlainGemm> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Var x("x"), y("y");
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = 0.0f;
+        prod(x, y) += A(r, y) * B(x, r);
+        out(x, y) = prod(x, y);
+        A.set_estimates({{0, 256}, {0, 256}});
+        B.set_estimates({{0, 256}, {0, 256}});
+        out.set_estimates({{0, 256}, {0, 256}});
+    }
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(PipelinedGemm, pipelined_gemm)
+HALIDE_REGISTER_GENERATOR(PlainGemm, plain_gemm)

@@ -1,0 +1,159 @@
+#ifndef ALCOP_GENERATORS_MATMUL_GENERATOR_H
+#define ALCOP_GENERATORS_MATMUL_GENERATOR_H
+
+// fp32 matrix multiplication on the GPU, tiled for shared memory and registers, with the
+// shared tiles of A and B pipelined across the reduction by ALCOP.
+//
+//   gemm: out(n, m)    = sum_k A(k, m)    * B(n, k)       (row-major M x K, K x N, M x N)
+//   bmm:  out(n, m, b) = sum_k A(k, m, b) * B(n, k, b)    (a batch of those)
+//
+// A block computes a block_m x block_n tile of out with (block_m / thread_m) x
+// (block_n / thread_n) threads, each a thread_m x thread_n register tile. The reduction
+// runs in chunks of tile_k: chunk ko stages a tile_k x block_m tile of A and a tile_k x
+// block_n tile of B in shared memory. M, N and K are runtime sizes: tiles past the edges
+// read zeros (the reduction is split exactly, so every chunk's tile has one size and place,
+// which is what pipelining needs) and the output is guarded.
+
+#include "Halide.h"
+
+#include "ContractionSchedule.h"
+#include "alcop/Alcop.h"
+
+#include <vector>
+
+namespace alcop_generators {
+
+/** The GEMM (Batched false) and batched matmul generators, as a base for a generator class
+ * `Self` (Halide's Generator<Self> finds the GeneratorParams of Self's whole object). Self may
+ * install the pass its own way by declaring enable_pipelines(options). */
+template<typename Self, bool Batched>
+class MatMulGenerator : public Halide::Generator<Self> {
+public:
+    template<typename T>
+    using GeneratorParam = typename Halide::Generator<Self>::template GeneratorParam<T>;
+    template<typename T>
+    using Input = typename Halide::Generator<Self>::template Input<T>;
+    template<typename T>
+    using Output = typename Halide::Generator<Self>::template Output<T>;
+    using Var = Halide::Var;
+    using Expr = Halide::Expr;
+    using RDom = Halide::RDom;
+    template<typename T>
+    using Buffer = Halide::Buffer<T>;
+
+    GeneratorParam<int> block_m{"block_m", 64, 1, 1024};
+    GeneratorParam<int> block_n{"block_n", 64, 1, 1024};
+    GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};
+    GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};
+    GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};
+    GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
+    GeneratorParam<int> stages{"stages", 1, 1, 16};
+    // B's stages when they differ from A's (0: the same as A's).
+    GeneratorParam<int> stages_b{"stages_b", 0, 0, 16};
+    // Register fragments of A and B loaded from shared memory per step of the chunk, with
+    // this many register slots (0: the compute reads shared memory directly).
+    GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
+    // CUDA launch bounds: at least this many blocks per SM (alcop::min_blocks_per_sm; 0: none).
+    GeneratorParam<int> min_blocks_per_sm{"min_blocks_per_sm", 0, 0, 32};
+    // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
+    GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
+                                           {{"auto", alcop::CopyKind::Auto},
+                                            {"synchronous", alcop::CopyKind::Synchronous},
+                                            {"staged", alcop::CopyKind::RegisterStaged},
+                                            {"async", alcop::CopyKind::Async}}};
+
+    Input<Buffer<float>> A{"A", Batched ? 3 : 2};
+    Input<Buffer<float>> B{"B", Batched ? 3 : 2};
+    Output<Buffer<float>> out{"out", Batched ? 3 : 2};
+
+    void generate() {
+        const int kt = tile_k, bm = block_m, bn = block_n, tm = thread_m, tn = thread_n, vw = vector_width;
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        _halide_user_assert(this->get_target().has_gpu_feature())
+            << "The " << (Batched ? "bmm" : "gemm") << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
+        _halide_user_assert(bm % tm == 0 && bn % tn == 0)
+            << "thread_m and thread_n must divide block_m and block_n.\n";
+        _halide_user_assert(kt % vw == 0 && bn % vw == 0)
+            << "vector_width must divide tile_k and block_n.\n";
+
+        std::vector<Var> batch;
+        if (Batched) batch.push_back(b);
+
+        // The staged tiles: copies of A and B that read zeros outside the matrices. Where the
+        // copies become cp.async (CUDA, sm_80+), the contiguous dimension is not clamped, so
+        // that each thread's copy is one dense, aligned vector load; cp.async's src-size then
+        // reads only the elements inside the row and zero-fills the rest. Elsewhere every
+        // lane's index is clamped, so no load leaves the matrix.
+        const bool async = this->get_target().has_feature(Halide::Target::CUDA) &&
+                           alcop::uses_async_copies(this->get_target(), copies);
+        auto contiguous = [&](Expr i, Expr extent) {
+            return async ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
+        };
+        if (async) {
+            // What makes a whole vector aligned: zero-based rows whose strides are multiples of
+            // the vector, in 16-byte aligned allocations (and, below, output tiles, which pick
+            // the columns of B, that start at column 0).
+            for (Input<Buffer<float>> *in : {&A, &B}) {
+                in->set_host_alignment(16);
+                in->dim(0).set_min(0);
+                for (int d = 1; d < in->dimensions(); d++) {
+                    in->dim(d).set_stride((in->dim(d).stride() / vw) * vw);
+                }
+            }
+        }
+        std::vector<Expr> a_args{contiguous(k, K), clamp(m, 0, M - 1)};
+        std::vector<Expr> b_args{contiguous(n, N), clamp(k, 0, K - 1)};
+        std::vector<Var> a_vars{k, m}, b_vars{n, k}, out_vars{x, y};
+        for (Var v : batch) {
+            a_args.push_back(v);
+            b_args.push_back(v);
+            a_vars.push_back(v);
+            b_vars.push_back(v);
+            out_vars.push_back(v);
+        }
+        A_shared(a_vars) = select(k < K && m < M, A(a_args), 0.0f);
+        B_shared(b_vars) = select(k < K && n < N, B(b_args), 0.0f);
+
+        r = RDom(0, kt, 0, (K + kt - 1) / kt, "r");
+        Expr rk = r.y * kt + r.x;
+        std::vector<Expr> a_use{rk, y}, b_use{x, rk};
+        for (Var v : batch) {
+            a_use.push_back(v);
+            b_use.push_back(v);
+        }
+        prod(out_vars) = 0.0f;
+        prod(out_vars) += A_shared(a_use) * B_shared(b_use);
+        out(out_vars) = prod(out_vars);
+        if (async) {
+            out.dim(0).set_min(0);
+        }
+    }
+
+    void schedule() {
+        const ContractionTiles tiles{block_m, block_n, thread_m, thread_n, vector_width};
+        std::vector<Var> extra_blocks;
+        if (Batched) extra_blocks.push_back(b);
+        schedule_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {}, tiles, stages,
+                             stages_b > 0 ? (int)stages_b : (int)stages, register_stages);
+        if (min_blocks_per_sm > 0) {
+            alcop::min_blocks_per_sm(out, min_blocks_per_sm);
+        }
+        alcop::Options options;
+        options.target = this->get_target();
+        options.copies = copies;
+        static_cast<Self *>(this)->enable_pipelines(options);
+    }
+
+    void enable_pipelines(const alcop::Options &options) {
+        alcop::enable(this->get_pipeline(), options);
+    }
+
+protected:
+    Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"};
+    Halide::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined
+};
+
+}  // namespace alcop_generators
+
+#endif

@@ -1,0 +1,97 @@
+#ifndef ALCOP_PUBLIC_DIRECTIVE_H
+#define ALCOP_PUBLIC_DIRECTIVE_H
+
+/** \file
+ * The scheduling directives of Halide-ALCOP.
+ *
+ * `f.pipeline(stages, level)` on an `alcop::Func` (or `alcop::pipeline(f, stages, level)` on
+ * any Func) asks that `f`, staged in GPU shared memory (Level::Shared) or in registers
+ * (Level::Register) inside a serial loop under gpu_blocks/gpu_threads, be multi-buffered with
+ * `stages` slots, so that the copy of iteration k + stages - 1 overlaps the compute of
+ * iteration k.
+ *
+ * A request is stored on the Func itself (as a trace tag, the one free-form field a Halide 14
+ * Function carries), so it travels with the Func into JIT pipelines, Generators and
+ * autoscheduler plugins without global state. `alcop::enable(pipeline, target)` installs the
+ * lowering pass that honours the requests of every Func of the pipeline; it is the one line a
+ * pipeline needs.
+ */
+
+#include "Halide.h"
+
+namespace alcop {
+
+/** Where a pipelined Func is staged. */
+enum class Level {
+    Shared,   ///< global -> GPU shared memory (block-wide slots, barriers)
+    Register  ///< shared -> registers (per-thread slots)
+};
+
+const char *to_string(Level level);
+
+/** Ask for `f` to be pipelined with `stages` slots at `level`. stages == 1 changes nothing;
+ * stages < 1 is a user error. A later call on the same Func replaces an earlier one. Returns
+ * f, so that the call reads like a schedule line. */
+Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
+
+/** CUDA launch bounds for the kernel that computes `f` (a Func with gpu_blocks loops): at
+ * least `blocks` blocks of it must fit on one SM, so ptxas keeps each thread's registers
+ * within what that occupancy leaves (65536 / (threads x blocks)), spilling if it must, as
+ * __launch_bounds__(threads, blocks) does in CUDA C++; the threads are the kernel's own.
+ * Other targets ignore it; blocks < 1 is a user error. Returns f. */
+Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
+
+/** A Halide::Func with the ALCOP directives as members, and nothing else:
+ *
+ *     alcop::Func A_shared("A_shared");
+ *     A_shared(k, m) = A(k, m);
+ *     A_shared.compute_at(prod, ko).store_in(MemoryType::GPUShared);
+ *     A_shared.pipeline(3);
+ *
+ * It converts to and from Halide::Func (a copy names the same Function). */
+class Func : public Halide::Func {
+public:
+    using Halide::Func::Func;
+    Func() = default;
+    Func(const Halide::Func &f)
+        : Halide::Func(f) {
+    }
+
+    /** alcop::pipeline(*this, stages, level). */
+    Func &pipeline(int stages, Level level = Level::Shared);
+
+    /** alcop::min_blocks_per_sm(*this, blocks). */
+    Func &min_blocks_per_sm(int blocks);
+};
+
+/** How the copies of a pipelined Func are made. */
+enum class CopyKind {
+    Auto,            ///< Async where the kernel can use cp.async (CUDA sm_80+), else RegisterStaged
+    Synchronous,     ///< plain loads and stores at the prefetch point
+    RegisterStaged,  ///< loads into registers before the compute, stores into the slot after it
+    Async            ///< cp.async with commit/wait groups (CUDA sm_80+ only)
+};
+
+/** Options of the lowering pass. */
+struct Options {
+    /** The target the pipeline is compiled for: with CopyKind::Auto it decides how copies
+     * are made. */
+    Halide::Target target;
+    CopyKind copies = CopyKind::Auto;
+};
+
+/** Whether the pass makes the copies of a CUDA kernel compiled for `target` with cp.async
+ * when `copies` is requested: a generator that promises what cp.async needs (16-byte aligned,
+ * dense tiles) asks this rather than guessing. Async on a target without cp.async is a user
+ * error, as it is in enable(). */
+bool uses_async_copies(const Halide::Target &target, CopyKind copies = CopyKind::Auto);
+
+/** Install the ALCOP lowering pass on `p`. Call it once per Pipeline; in a Generator, call
+ * `alcop::enable(get_pipeline(), get_target())` from schedule(). The target (by default the
+ * JIT target from the environment) only decides how copies are made. */
+void enable(Halide::Pipeline p, const Options &options);
+void enable(Halide::Pipeline p, const Halide::Target &target = Halide::get_jit_target_from_environment());
+
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,41 @@
+#ifndef ALCOP_REQUESTS_H
+#define ALCOP_REQUESTS_H
+
+/** \file
+ * What the directives (alcop/Directive.h) record on a Func, read back by the pass: the
+ * pipeline request and the launch bound of each Function. Internal: users write the
+ * directives; the pass, the tools and the tests read them here.
+ */
+
+#include "alcop/Directive.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace alcop {
+
+/** What a user asked for one Func. */
+struct PipelineRequest {
+    int stages = 1;
+    Level level = Level::Shared;
+};
+
+/** The pipeline request recorded on a Function, if any (the last one wins). */
+std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Function &f);
+
+/** The launch bound recorded on a Function, if any (the last one wins). */
+std::optional<int> requested_min_blocks_per_sm(const Halide::Internal::Function &f);
+
+/** Called by the lowering pass with the Stmt it received, the one it returns and the requests
+ * it honoured (keyed by Func name), for tools and tests that inspect what it did
+ * (process-wide, like Halide's CompilerLogger). An empty function removes it. */
+using LoweringObserver =
+    std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after,
+                       const std::map<std::string, PipelineRequest> &requests)>;
+void set_lowering_observer(LoweringObserver observer);
+
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the build in BUILD_DIR into a temporary prefix and builds and runs the consumer
+# project in CONSUMER_DIR against it: only the prefix (and Halide, LLVM) is on its search path.
+#   consumer_test.sh BUILD_DIR CONSUMER_DIR
+set -euo pipefail
+build=$1 consumer=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+# What a user gets: the umbrella header, the package config, the library and the plugin.
+for f in include/alcop/Alcop.h lib/cmake/HalideAlcop/HalideAlcopConfig.cmake \
+         lib/cmake/HalideAlcop/HalideAlcopConfigVersion.cmake lib/libHalideAlcop.a lib/libautoschedule_alcop.so; do
+    [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+done
+# Nothing internal: no header of src/ and no test support.
+if find "$work/prefix" -name 'TestHooks.h' -o -name 'LowerPipelines.h' -o -name 'EmulatedAsyncCopies.h' | grep .; then
+    echo "internal headers were installed"
+    exit 1
+fi
+cmake -S "$consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" ||
+    { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" || exit 1
+"$work/build/consumer"
