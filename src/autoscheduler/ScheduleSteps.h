@@ -10,9 +10,9 @@
  * What it does: Schedule::add() applies a step to the pipeline at once (later steps need what
  * it made: a wrapper's name and arguments, an rfactor's new Func) and keeps it; source()
  * prints every kept step as C++ for the body of the apply_schedule function Halide's
- * .schedule.h declares. apply_step() and print_step() (ScheduleSteps.cpp) are the only two
- * places that interpret a step, one case per kind of step or call each, side by side, so a
- * directive cannot be applied one way and printed another. The builders
+ * .schedule.h declares. Those two (with apply_call() and call_text(), side by side in
+ * ScheduleSteps.cpp, one case per kind of call each) are the only places that interpret a
+ * step, so a directive cannot be applied one way and printed another. The builders
  * (ContractionSchedule.cpp, PlainSchedule.cpp) make steps and nothing else: they neither call
  * Halide's scheduling methods nor write C++ themselves.
  *
