@@ -60,48 +60,32 @@
  * schedule can express (past the last, the last), so that measuring ranks 0..N-1 measures the
  * model's top N.
  *
- * Guarantees: the schedule applied and the source returned are the same directives
- * (test/autoscheduler/schedule_source_test.cpp); the ranking is the model's (deterministic); a
- * one-paragraph summary with the search time is printed on every call.
+ * Guarantees: the schedule applied and the source returned are the same directives: both are
+ * generated from one list of steps (ScheduleSteps.h; test/autoscheduler/schedule_source_test.cpp
+ * checks the result); the ranking is the model's (deterministic); a one-paragraph summary with
+ * the search time is printed on every call.
+ *
+ * The files, one job each: Options.h (options, environment, requests), Contraction.h
+ * (recognition), Candidates.h (the model's candidates the schedule can express, and the
+ * choice), ContractionSchedule.h and PlainSchedule.h (the schedules, as steps),
+ * ScheduleSteps.h (the steps: applied and printed), SourceHelpers.h (what the printed sources
+ * call), this file (autoschedule(): the order of those jobs, the summary and the source's
+ * header), Plugin.cpp (the registration with Halide).
  */
 
 #include "Halide.h"
-#include "autoscheduler/Requests.h"
 #include "autoscheduler/Contraction.h"
+#include "autoscheduler/Options.h"
+#include "autoscheduler/Requests.h"
+#include "autoscheduler/SourceHelpers.h"
 #include "model/GpuSpec.h"
 #include "model/Search.h"
 
-#include <iosfwd>
 #include <optional>
 #include <string>
 
 namespace alcop {
 namespace autoscheduler {
-
-struct Options {
-    /** The GPU the model predicts for; null: chosen from the target (gpu_for_target). */
-    const model::GpuSpec *gpu = nullptr;
-    /** Print the top candidates with their predicted times. */
-    bool verbose = false;
-    size_t top = 10;
-    model::SearchOptions search;
-    /** Where the summary (always) and the verbose table go. */
-    std::ostream *log = nullptr;  // null: std::cerr
-    /** Tuning: which of the candidates the schedule can express to apply, in the order of
-     * preference (see the file comment); 0 is the model's choice. request_candidate() on an
-     * output overrides it. */
-    size_t candidate = 0;
-
-    /** The defaults, overridden by the environment:
-     *  ALCOP_AUTOSCHEDULER_VERBOSE=1  print the top candidates (ALCOP_AUTOSCHEDULER_TOP=n of them)
-     *  ALCOP_AUTOSCHEDULER_GPU=A100   the GPU the model predicts for (see model::find_gpu)
-     *  ALCOP_AUTOSCHEDULER_LIMITS=optin the launch limits of an app linking apps/common/CudaOptIn
-     *                                 (shared memory up to the GPU's maximum, 255 registers)
-     *                                 instead of Halide's runtime defaults (48 KiB, 64 registers)
-     *  ALCOP_AUTOSCHEDULER_CANDIDATE=n apply the n-th candidate instead of the model's choice */
-    static Options from_environment();
-};
-
 
 /** What autoschedule() decided. */
 struct Result {
@@ -120,25 +104,9 @@ struct Result {
     std::string schedule_source;
 };
 
-/** The GPU a target is modelled as: its CUDA capability's GPU (sm_70 V100, sm_80 A100,
- * sm_86 RTX 3090, sm_89 RTX 4090, sm_90 H200), otherwise model::default_gpu(). */
-const model::GpuSpec &gpu_for_target(const Halide::Target &target);
-
 /** Schedule `p` for `target` as described above and return what was done. Throws
  * Halide::CompileError (user_error) for a non-GPU target. */
 Result autoschedule(const Halide::Pipeline &p, const Halide::Target &target, const Options &options);
-
-/** Make `wrapper`, a Func::in() wrapper of a Func that reads an input buffer, read that buffer
- * at coordinates clamped to its bounds. Only the wrapper's own (unspecialized) definition
- * changes: specializations made before keep reading directly. Exact for every coordinate
- * inside the buffer; coordinates outside it read the nearest element instead of failing a
- * bounds check. The generated schedule sources call it. */
-void clamp_to_input_bounds(Halide::Func wrapper);
-
-/** The extent of dimension `dim` of the RDom of `f`'s first update, as the algorithm wrote it
- * (e.g. the Variable `A.extent.0`). The generated schedule sources specialize on it; a schedule
- * only has the Funcs at hand, and Func::rvars() returns RVars without their RDom. */
-Halide::Expr rdom_extent(const Halide::Func &f, int dim);
 
 }  // namespace autoscheduler
 }  // namespace alcop

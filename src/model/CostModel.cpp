@@ -25,16 +25,30 @@ constexpr int kBytesPerElement = 4;  // FP32
 // predicates: 24-32 in the kernels we looked at; we take the middle.
 constexpr int kAddressAndLoopRegisters = 28;
 
-// Non-FMA, non-load instructions per warp per main-loop iteration: the k
-// loop's increment/compare/branch, address increments of the two global
-// pointers and the ring slots, the two barriers, cp.async commit and wait.
-constexpr int kLoopOverheadInstructions = 16;
-
-// Our main loop has two block-wide barriers per iteration (tile ready; slot
-// free). A barrier on an otherwise idle SM costs a few tens of cycles; it is a
+// Block-wide barriers per main-loop iteration, as the lowering emits them:
+//  - pipelined (S >= 2): one. LowerPipelines ends each iteration with
+//    `wait(S-2); barrier`, which both makes tile k+1 visible and frees slot
+//    k % S (the only slot iteration k+1 writes): src/rewrite/LowerPipelines.h,
+//    test/unit/lowering_test.cpp (GemmStages, loop_barriers == 1);
+//  - unpipelined (S == 1): the loop is Halide's own, whose FuseGPUThreadLoops
+//    puts a barrier after each of the two staged copies and one at the end of
+//    the body: three (the same test, stages 1).
+// A barrier on an otherwise idle SM costs a few tens of cycles; it is a
 // latency, so it only adds to a block's own chain, not to SM throughput.
-constexpr int kBarriersPerIteration = 2;
+constexpr int kPipelinedBarriersPerIteration = 1;
+constexpr int kUnpipelinedBarriersPerIteration = 3;
 constexpr double kBarrierCycles = 20;
+
+int barriers_per_iteration(int smem_stages) {
+    return smem_stages >= 2 ? kPipelinedBarriersPerIteration : kUnpipelinedBarriersPerIteration;
+}
+
+// Non-FMA, non-load instructions per warp per main-loop iteration besides the
+// barriers (one BAR.SYNC each, added per iteration below): the k loop's
+// increment/compare/branch, address increments of the two global pointers and
+// the ring slots, cp.async commit and wait. (Until the barriers were counted
+// as emitted, this was 16 with two barriers in it.)
+constexpr int kLoopOverheadInstructions = 14;
 
 // Shared memory serves one 128-byte wavefront (32 banks x 4 bytes) per cycle.
 constexpr double kSmemBytesPerCycle = 128;
@@ -523,8 +537,9 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
     // the loop's own overhead; one instruction per cycle per scheduler.
     const int copy_vectors = s.copy_vectors_per_thread_per_stage();
     const int copy_instructions = copy_vectors * (async ? 1 : 2);
+    const int barriers = barriers_per_iteration(s.smem_stages);
     it.issue_per_warp = double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions +
-                        kLoopOverheadInstructions;
+                        kLoopOverheadInstructions + barriers;
     // One warp's own dependence chain per k step: with one register slot it
     // must wait for its fragment loads before its FMAs; with two it loads the
     // next k step's fragments while computing this one.
@@ -532,8 +547,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
     const double step = s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas)
                                           : gpu.smem_latency_cycles + step_fmas;
     it.chain = s.kt * step;
-    it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) +
-                 kBarriersPerIteration * kBarrierCycles;
+    it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) + barriers * kBarrierCycles;
     // Load: latency plus the stage's transfer at the SM's share of L2 bandwidth.
     const double l2_per_sm = kSustainedL2Fraction * gpu.l2_bytes_per_clk_per_sm();
     it.transfer = s.bytes_per_stage() / l2_per_sm;

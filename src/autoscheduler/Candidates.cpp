@@ -1,0 +1,92 @@
+#include "autoscheduler/Candidates.h"
+
+#include "Error.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace alcop {
+namespace autoscheduler {
+
+std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
+    // Register fragments (R >= 2) need a thread's fragment to be a constant number of
+    // elements: with one M dimension (GEMM, batched GEMM) TM (or TN) values; with two (an
+    // implicit-GEMM conv's pixel tile) its bounds go through the fused thread variable.
+    if (s.reg_stages > 1 && c.m_dims().size() != 1) return std::nullopt;
+    Mapping m;
+    m.s = s;
+    const std::vector<int> md = c.m_dims();
+    const int64_t ex = c.dims[md[0]].extent, ey = md.size() > 1 ? c.dims[md[1]].extent : 1;
+    const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
+    if (md.size() == 1) {
+        m.bx = s.bm;
+        m.by = 1;
+    } else {
+        // A BM-pixel tile as bx * by, the thread tile TM along x: the widest bx that tiles
+        // the estimated extents exactly, else the widest that fits.
+        int best = 0;
+        for (int bx = s.bm; bx >= s.tm; bx /= 2) {
+            if (bx % s.tm || s.bm % bx) continue;
+            if (ex % bx == 0 && ey % (s.bm / bx) == 0) {
+                best = bx;
+                break;
+            }
+        }
+        if (!best) {
+            for (int bx = s.bm; bx >= s.tm; bx /= 2) {
+                if (bx % s.tm == 0 && s.bm % bx == 0 && (bx <= ex || bx == s.tm)) {
+                    best = bx;
+                    break;
+                }
+            }
+        }
+        if (!best) return std::nullopt;
+        m.bx = best;
+        m.by = s.bm / best;
+    }
+    if (m.bx % s.tm) return std::nullopt;
+    m.divisible = n % s.bn == 0 && ex % m.bx == 0 && ey % m.by == 0;
+    m.k_divisible = k % s.kt == 0;
+    // Where a chunk is one k step (the branch for sizes other than a constant K the k tile
+    // divides), fragments have no step loop of their own and pipeline only composed with a
+    // shared-level pipeline (S >= 2).
+    const bool one_step_branch = !Halide::Internal::is_const(c.rvars[0].extent) || !m.k_divisible;
+    if (s.reg_stages > 1 && s.smem_stages < 2 && one_step_branch) return std::nullopt;
+    return m;
+}
+
+Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate, const std::string &gpu_name) {
+    std::vector<Mapping> exact, k_only, other;  // each in the model's order
+    for (const model::Prediction &pr : search.ranked) {
+        std::optional<Mapping> mp = map_candidate(c, pr.schedule);
+        if (!mp) continue;
+        (mp->k_divisible && mp->divisible ? exact : mp->k_divisible ? k_only : other).push_back(*mp);
+    }
+    Choice choice;
+    choice.exact = exact.size();
+    choice.preferred = exact;
+    choice.preferred.insert(choice.preferred.end(), k_only.begin(), k_only.end());
+    choice.preferred.insert(choice.preferred.end(), other.begin(), other.end());
+    user_assert(!choice.preferred.empty()) << "Alcop autoscheduler: no candidate schedule of the search space fits "
+                                           << gpu_name << " for " << c.describe() << ".\n";
+    choice.rank = std::min(candidate, choice.preferred.size() - 1);
+    return choice;
+}
+
+std::string why_not_best_ranked(const Contraction &c, const model::SearchResult &search, const Mapping &chosen) {
+    if (search.ranked.empty() || search.ranked[0].schedule.to_string() == chosen.s.to_string()) return "";
+    const model::Schedule &top = search.ranked[0].schedule;
+    std::optional<Mapping> tm = map_candidate(c, top);
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(2);
+    os << "; best-ranked " << top.to_string() << " predicts " << search.ranked[0].total_us << " us but "
+       << (top.reg_stages > 1 && tm == std::nullopt
+               ? "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
+           !tm                ? "its M tile cannot be laid out over the M dimensions" :
+           !tm->k_divisible   ? "its k tile does not divide the estimated K" :
+                                "its block tile does not divide the estimated output");
+    return os.str();
+}
+
+}  // namespace autoscheduler
+}  // namespace alcop

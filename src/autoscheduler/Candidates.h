@@ -1,0 +1,60 @@
+#ifndef ALCOP_AUTOSCHEDULER_CANDIDATES_H
+#define ALCOP_AUTOSCHEDULER_CANDIDATES_H
+
+/** \file
+ * The Alcop autoscheduler's use of the model's search (model/Search.h): which of the ranked
+ * candidates (BM, BN, KT, TM, TN, S, R) the schedule can express on a contraction, laid out
+ * over its dimensions, and which one to apply.
+ *
+ * Order of preference: the model's ranking, first among the candidates whose block tile
+ * divides the estimated output and whose k tile divides the estimated K (the fast path at the
+ * estimates), then those whose k tile divides K, then the rest. The model's choice is the
+ * first; a tuning request counts in that order (past the last: the last).
+ *
+ * Assumes: the search ranked candidates for c.problem.
+ * Guarantees: deterministic (the model's ranking is); never changes the pipeline.
+ */
+
+#include "autoscheduler/Contraction.h"
+#include "model/Search.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace alcop {
+namespace autoscheduler {
+
+/** How a model candidate maps onto the contraction's dimensions. */
+struct Mapping {
+    model::Schedule s;
+    int bx = 0, by = 1;      ///< the M block tile over the first and second M dimensions
+    bool divisible = false;  ///< the estimated output is a whole number of block tiles
+    bool k_divisible = false;
+};
+
+/** The candidate as tiles of `c`, or nothing if the schedule cannot express it. */
+std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s);
+
+/** The expressible candidates of a search in the order of preference, and the one applied. */
+struct Choice {
+    std::vector<Mapping> preferred;
+    size_t exact = 0;  ///< how many (the first) tile the estimates exactly
+    size_t rank = 0;   ///< the one applied
+    const Mapping &chosen() const {
+        return preferred[rank];
+    }
+};
+
+/** The choice among `search`'s candidates for `c`, the `candidate`-th in the order of
+ * preference (clamped to the last). A user error if none is expressible. */
+Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate, const std::string &gpu_name);
+
+/** Why the model's best-ranked candidate is not the one applied, as a clause for the summary
+ * ("; best-ranked ... predicts ... us but ..."), or "" when it is. */
+std::string why_not_best_ranked(const Contraction &c, const model::SearchResult &search, const Mapping &chosen);
+
+}  // namespace autoscheduler
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,361 @@
+#include "autoscheduler/ContractionSchedule.h"
+
+#include "Error.h"
+
+#include <sstream>
+
+namespace alcop {
+namespace autoscheduler {
+
+using namespace Halide;
+using namespace Halide::Internal;
+using Halide::Func;  // not alcop::Func, which names the directives' subclass
+
+namespace {
+
+// Width, in elements, of the staged copies' vectors: 16 bytes of FP32, what cp.async moves at
+// once and what the model's copy cost assumes.
+constexpr int copy_vector_width = 4;
+
+/** The extents of an operand's tile: each argument's range when the N, M and chunk variables
+ * run over one block tile and one chunk of kt, every other variable fixed; -1 where the range
+ * is not a constant. */
+std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const Mapping &m, int kt) {
+    Scope<Interval> scope;
+    const Function &f = c.reduction;
+    for (const std::string &v : f.args()) scope.push(v, Interval(0, 0));
+    const std::vector<int> md = c.m_dims();
+    scope.push(c.dims[c.n_dim()].reduction_var, Interval(0, m.s.bn - 1));
+    scope.push(c.dims[md[0]].reduction_var, Interval(0, m.bx - 1));
+    if (md.size() > 1) scope.push(c.dims[md[1]].reduction_var, Interval(0, m.by - 1));
+    for (size_t i = 0; i < c.rvars.size(); i++) {
+        scope.push(c.rvars[i].name, Interval(0, i == 0 ? kt - 1 : 0));
+    }
+    std::vector<int64_t> extents;
+    for (const Expr &arg : o.args) {
+        Interval in = bounds_of_expr_in_scope(arg, scope);
+        int64_t e = -1;
+        if (in.is_bounded()) {
+            const Expr extent = simplify(in.max - in.min + 1);  // as_const_int points into it
+            if (const int64_t *i = as_const_int(extent)) e = *i;
+        }
+        extents.push_back(e);
+    }
+    return extents;
+}
+
+/** Schedules one staged copy: all threads of the block (threads_x x threads_y), each copying
+ * whole vectors along the innermost dimension when `vectorize`. */
+void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads) {
+    std::vector<Dim> dims = args;
+    if (vectorize) {
+        Dim o{args[0].name + "_o"}, v{args[0].name + "_v"};
+        // RoundUp: the tile's extent is a multiple of the vector here, so nothing is added.
+        s.split(args[0], o, v, copy_vector_width, TailStrategy::RoundUp).vectorize(v);
+        dims[0] = o;
+    }
+    Dim t = dims[0];
+    for (size_t i = 1; i < dims.size(); i++) {
+        Dim fused{"t" + std::to_string(i)};
+        s.fuse(t, dims[i], fused);
+        t = fused;
+    }
+    Dim to{"t_o"}, ti{"t_i"}, tx{"t_x"}, ty{"t_y"};
+    s.split(t, to, ti, threads, TailStrategy::GuardWithIf)
+        .split(ti, ty, tx, threads_x)
+        .reorder({tx, ty, to})
+        .gpu_threads({tx, ty})
+        .unroll(to);
+    s.done();
+}
+
+/** The loop structure of a block of `c`: the names of the split dimensions. */
+struct BlockLoops {
+    Dim n_t, n_r;          // N: thread, register
+    Dim m_t, mx_r;         // M: thread (fused over x and y when two), register (along x)
+    std::vector<Dim> reg;  // the unrolled register-tile loops, innermost first
+};
+
+/** Splits the N and M dimensions of a stage of the accumulating Func (region: one block tile)
+ * into threads and register tiles. */
+BlockLoops split_block(Chain &s, const Contraction &c, const Mapping &m) {
+    const std::vector<int> md = c.m_dims();
+    const std::string n = c.dims[c.n_dim()].reduction_var, mx = c.dims[md[0]].reduction_var;
+    BlockLoops b;
+    b.n_t = {n + "_t"};
+    b.n_r = {n + "_r"};
+    b.mx_r = {mx + "_r"};
+    s.split({n}, b.n_t, b.n_r, m.s.tn).split({mx}, {mx + "_t"}, b.mx_r, m.s.tm);
+    if (md.size() > 1) {
+        const std::string my = c.dims[md[1]].reduction_var;
+        b.m_t = {mx + "_" + my + "_t"};
+        s.fuse({mx + "_t"}, {my}, b.m_t);
+    } else {
+        b.m_t = {mx + "_t"};
+    }
+    b.reg = {b.n_r, b.mx_r};
+    return b;
+}
+
+/** The name of the serial chunk loop of the update. */
+Dim chunk_loop(const Contraction &c) {
+    return {Schedule::sanitize(c.rvars[0].name) + "_o", true};
+}
+
+/** The name of the loop over the k steps of a chunk. */
+Dim step_loop(const Contraction &c) {
+    return {Schedule::sanitize(c.rvars[0].name) + "_i", true};
+}
+
+/** Schedules the update: the reduction loops, then threads and register tiles. Chunks of kt
+ * (kt > 1, where the extent is known to divide): the first RDom variable split by kt, its
+ * chunks fused with the RDom's other variables into one serial loop, so that the pipeline runs
+ * across all of them. Chunks of one element (kt == 1, any extent): the first RDom variable is
+ * the serial chunk loop, the others stay serial loops around it (fusing a loop of symbolic
+ * extent would make the tile's bounds div/mod expressions Halide cannot tighten). */
+void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
+    const std::string r0 = Schedule::sanitize(c.rvars[0].name);
+    const Dim chunk = chunk_loop(c);
+    // With register fragments (R >= 2) the step loop ki stays serial, for the pass to unroll
+    // after pipelining.
+    const bool fragments = m.s.reg_stages > 1;
+    std::vector<Dim> outer_rvars;
+    const Dim ki = step_loop(c);
+    if (kt > 1) {
+        const bool fused = c.rvars.size() > 1;
+        Dim k = fused ? Dim{r0 + "_c", true} : chunk;
+        s.split({c.rvars[0].name, true}, k, ki, kt);
+        for (size_t i = 1; i < c.rvars.size(); i++) {
+            Dim next = (i + 1 == c.rvars.size()) ? chunk : Dim{r0 + "_c" + std::to_string(i), true};
+            s.fuse(k, {c.rvars[i].name, true}, next);
+            k = next;
+        }
+    } else {
+        s.rename({c.rvars[0].name, true}, chunk);
+        for (size_t i = 1; i < c.rvars.size(); i++) outer_rvars.push_back({c.rvars[i].name, true});
+    }
+    BlockLoops b = split_block(s, c, m);
+    std::vector<Dim> order = b.reg;
+    if (kt > 1) {
+        order.push_back(ki);
+    } else if (fragments) {
+        // The fragments are computed at the step loop, and Halide wants that location in
+        // every branch: where a chunk is one k step, a one-trip loop of that name split off
+        // the register tile. Halide removes it again, so the pass finds the fragments right
+        // in the chunk loop: one step per chunk (FragmentLoop::one_step). (Splitting the RVar
+        // by 1 instead would leave the chunk's tile at a place Halide does not simplify.)
+        const Dim one_step{ki.name, false};
+        s.split(b.n_r, b.n_r, one_step, 1);
+        order.push_back(one_step);
+    }
+    order.push_back(b.n_t);
+    order.push_back(b.m_t);
+    order.push_back(chunk);
+    order.insert(order.end(), outer_rvars.begin(), outer_rvars.end());
+    s.reorder(order).gpu_threads({b.n_t, b.m_t});
+    for (const Dim &d : b.reg) s.unroll(d);
+    if (kt > 1 && !fragments) s.unroll(ki);
+    s.done();
+}
+
+}  // namespace
+
+void split_off_reduction(Schedule &schedule, const Contraction &c) {
+    // The handles of the output and the operands come first, as the Funcs of the pipeline
+    // before the rfactor adds one.
+    const FuncRef out = schedule.pipeline_func(c.output);
+    schedule.pipeline_func(c.a.func);
+    schedule.pipeline_func(c.b.func);
+    schedule.rfactor(out);
+}
+
+Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
+                              std::vector<std::string> &warnings) {
+    const FuncRef out = schedule.pipeline_func(c.output);
+    const FuncRef f = schedule.pipeline_func(c.reduction);
+    const FuncRef fa = schedule.pipeline_func(c.a.func);
+    const FuncRef fb = schedule.pipeline_func(c.b.func);
+    const model::Schedule &s = m.s;
+    const int threads_x = s.bn / s.tn, threads = s.threads();
+    const std::vector<int> md = c.m_dims();
+
+    // --- When the reduction is chunked by KT: an exact split (constant K), or a branch
+    // specialized on the estimated K.
+    const ContractionRVar &r0 = c.rvars[0];
+    Condition k_cond;
+    bool k_chunked = false, k_generic = true;
+    if (!m.k_divisible) {
+        warnings.push_back("the estimated extent " + std::to_string(r0.extent_estimate) + " of " + r0.name +
+                           " is not a multiple of the k tile " + std::to_string(s.kt) +
+                           ", so the reduction is staged one element per chunk at every size");
+    } else if (is_const(r0.extent)) {
+        k_chunked = true;
+        k_generic = false;
+    } else if (r0.extent.as<Variable>() && r0.extent.as<Variable>()->param.defined()) {
+        // A Param or a buffer size: Halide substitutes `var == value` into the specialized
+        // definition, which makes the split exact there. The source names it through the
+        // RDom, which is all the schedule's scope has.
+        k_chunked = true;
+        k_cond.terms.push_back({Condition::Term::Kind::RDomExtentIs, f, 0, r0.extent_estimate});
+    } else {
+        std::ostringstream e;
+        e << r0.extent;
+        warnings.push_back("the extent of " + r0.name + " (" + e.str() +
+                           ") is neither a constant nor a Param or buffer size, so Halide cannot prove a split "
+                           "exact; the reduction is staged one element per chunk");
+    }
+    Chunking chunking;
+    chunking.k_chunked = k_chunked;
+    chunking.condition = schedule.expr(k_cond);
+
+    // --- The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When
+    // the output accumulates f (out = init; out += f), its init is one kernel and its update,
+    // which reads f, the other: both tiled alike.
+    const int reading_stage = c.output_accumulates ? 1 : 0;
+    Dim n_o{c.dims[c.n_dim()].output_var + "_o"};
+    for (int stage = 0; stage <= reading_stage; stage++) {
+        Chain o = schedule.stage(out, stage ? 0 : -1);
+        const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
+        Dim n_i{n + "_i"}, n_t{n + "_t"}, n_r{n + "_r"};
+        Dim mx_o{mx + "_o"}, mx_i{mx + "_i"}, mx_t{mx + "_t"}, mx_r{mx + "_r"};
+        o.split({n}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
+            .split(n_i, n_t, n_r, s.tn, TailStrategy::GuardWithIf)
+            .split({mx}, mx_o, mx_i, m.bx, TailStrategy::GuardWithIf)
+            .split(mx_i, mx_t, mx_r, s.tm, TailStrategy::GuardWithIf);
+        Dim m_t = mx_t, m_o = mx_o;
+        if (md.size() > 1) {
+            const std::string my = c.dims[md[1]].output_var;
+            Dim my_o{my + "_o"}, my_i{my + "_i"};
+            o.split({my}, my_o, my_i, m.by, TailStrategy::GuardWithIf);
+            m_t = {mx + "_" + my + "_t"};
+            m_o = {mx + "_" + my + "_o"};
+            o.fuse(mx_t, my_i, m_t).fuse(mx_o, my_o, m_o);
+        }
+        // Every other dimension (batches, further M dimensions) indexes blocks.
+        std::vector<Dim> blocks{n_o, m_o};
+        Dim z;
+        for (size_t i = 0; i < c.dims.size(); i++) {
+            if ((int)i == c.n_dim() || (int)i == md[0] || (md.size() > 1 && (int)i == md[1])) continue;
+            Dim d{c.dims[i].output_var};
+            if (z.name.empty()) {
+                z = d;
+            } else {
+                Dim fused{z.name + "_" + d.name};
+                o.fuse(z, d, fused);
+                z = fused;
+            }
+        }
+        std::vector<Dim> order{n_r, mx_r, n_t, m_t, n_o, m_o};
+        if (!z.name.empty()) {
+            order.push_back(z);
+            blocks.push_back(z);
+        }
+        o.reorder(order).gpu_blocks(blocks).gpu_threads({n_t, m_t}).unroll(n_r).unroll(mx_r);
+        o.done();
+    }
+    {
+        // --- The accumulators: one block tile in registers, each thread its TN x TM window.
+        // (When the output accumulates f, only its update stage has a use of f inside x_o,
+        // which is where Halide places f.)
+        Chain acc = schedule.func(f);
+        acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
+        for (const ContractionDim &d : c.dims) {
+            int extent = 1;
+            if (d.role == DimRole::N) extent = s.bn;
+            if (d.output_dim == c.dims[md[0]].output_dim) extent = m.bx;
+            if (md.size() > 1 && d.output_dim == c.dims[md[1]].output_dim) extent = m.by;
+            acc.bound_extent({d.reduction_var}, extent);
+        }
+        acc.done();
+    }
+    {
+        Chain init = schedule.stage(f);
+        BlockLoops b = split_block(init, c, m);
+        std::vector<Dim> order = b.reg;
+        order.push_back(b.n_t);
+        order.push_back(b.m_t);
+        init.reorder(order).gpu_threads({b.n_t, b.m_t});
+        for (const Dim &d : b.reg) init.unroll(d);
+        init.done();
+    }
+    // The update: the chunked branch first (a specialization copies the schedule so far).
+    if (k_chunked) {
+        Chain fast = schedule.stage(f, 0, k_cond);
+        schedule_update(fast, c, m, s.kt);
+    }
+    if (k_generic) {
+        Chain generic = schedule.stage(f, 0);
+        schedule_update(generic, c, m, 1);
+    }
+
+    // --- The staged operands.
+    Condition copy_cond = k_cond;
+    {
+        auto require = [&](int dim, int tile) {
+            copy_cond.terms.push_back({Condition::Term::Kind::OutputExtentDivides, out, dim, tile});
+        };
+        require(c.dims[c.n_dim()].output_dim, s.bn);
+        require(c.dims[md[0]].output_dim, m.bx);
+        if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
+    }
+    if (k_chunked && copy_cond.defined()) {
+        // The fast branch gets a kernel of its own. With both branches of every copy in one
+        // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
+        // in the fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers
+        // (one block per SM) in one kernel, 128 in its own (two), as the hand-written kernel.
+        // Inside out's branch the copies' identical conditions simplify away.
+        schedule.stage(out, reading_stage ? 0 : -1, copy_cond).done();
+    }
+    const Dim chunk = chunk_loop(c);
+    for (const Operand *o : {&c.a, &c.b}) {
+        const FuncRef w = schedule.wrapper(o == &c.a ? fa : fb, f);
+        schedule.func(w).compute_at(f, chunk).store_in(MemoryType::GPUShared).done();
+        std::vector<Dim> args;
+        for (const Var &v : schedule.handle(w).args()) args.push_back({v.name()});
+        // The tile's extent along every dimension the chunk variable does not index is the
+        // same in every branch: say so, so that Halide's bounds of the fused copy loops stay
+        // exact (they would otherwise widen the shared tile by what the guards cannot prove).
+        {
+            const std::vector<int64_t> extents = tile_extents(c, *o, m, 1);
+            for (size_t d = 0; d < args.size(); d++) {
+                if (extents[d] > 0 && !expr_uses_var(o->args[d], r0.name)) {
+                    schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
+                }
+            }
+        }
+        if (k_chunked) {
+            const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
+            const bool vectorize = extents[0] > 0 && extents[0] % copy_vector_width == 0;
+            Chain fast = schedule.stage(w, -1, copy_cond);
+            schedule_copy(fast, args, vectorize, threads_x, threads);
+        }
+        if (k_generic || copy_cond.defined()) {
+            Chain generic = schedule.stage(w);
+            schedule_copy(generic, args, false, threads_x, threads);
+            if (o->image) {
+                schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
+                                                      " at clamped coordinates (AlcopAutoscheduler.h).");
+            } else {
+                warnings.push_back("the operand " + o->func.name() +
+                                   " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile read it "
+                                   "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
+            }
+        }
+        schedule.pipeline(w, s.smem_stages);
+
+        if (s.reg_stages > 1) {
+            // Each thread's fragment of the operand at one k step, in registers, R slots.
+            const FuncRef frag = schedule.wrapper(w, f);
+            Chain fc = schedule.func(frag);
+            fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
+            for (const Var &v : schedule.handle(frag).args()) fc.unroll({v.name()});
+            fc.done();
+            schedule.pipeline(frag, s.reg_stages, true);
+        }
+    }
+    schedule.enable();
+    return chunking;
+}
+
+}  // namespace autoscheduler
+}  // namespace alcop

@@ -1,0 +1,48 @@
+#ifndef ALCOP_AUTOSCHEDULER_CONTRACTION_SCHEDULE_H
+#define ALCOP_AUTOSCHEDULER_CONTRACTION_SCHEDULE_H
+
+/** \file
+ * The schedule the Alcop autoscheduler gives a recognized contraction (Contraction.h) for one
+ * candidate laid out over its dimensions (Candidates.h), as steps of a Schedule
+ * (ScheduleSteps.h), which applies and prints them: the output's block and register tiles,
+ * the accumulators in registers, the update's chunked and generic branches, the operands
+ * staged in shared memory and pipelined (and, with R >= 2, their register fragments).
+ * AlcopAutoscheduler.h describes that schedule and why it takes the shape it does.
+ *
+ * Assumes: the contraction was recognized on the pipeline the Schedule schedules, with
+ * output_is_reduction false (split_off_reduction() first otherwise, and recognize again).
+ * Guarantees: only steps of `schedule` touch the pipeline.
+ */
+
+#include "autoscheduler/Candidates.h"
+#include "autoscheduler/Contraction.h"
+#include "autoscheduler/ScheduleSteps.h"
+
+#include <string>
+#include <vector>
+
+namespace alcop {
+namespace autoscheduler {
+
+/** For an output that accumulates itself: the steps out.update(0).rfactor({}), which make the
+ * whole reduction a Func of its own, `out = init; out += out_intm`, so that its accumulators can
+ * live in registers inside the block that stores the output. */
+void split_off_reduction(Schedule &schedule, const Contraction &c);
+
+/** How the reduction ended up chunked. */
+struct Chunking {
+    /** The first RDom variable is chunked by KT (true) or, at every size, by 1 (false); when
+     * true and `condition` is defined, only where it holds (by 1 elsewhere). */
+    bool k_chunked = false;
+    Halide::Expr condition;
+};
+
+/** Adds the steps that schedule `c` as mapping `m` says; appends what the user should know
+ * (an unclamped operand, a K no split can be proved exact for) to `warnings`. */
+Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
+                              std::vector<std::string> &warnings);
+
+}  // namespace autoscheduler
+}  // namespace alcop
+
+#endif

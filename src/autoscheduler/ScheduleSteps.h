@@ -1,0 +1,219 @@
+#ifndef ALCOP_AUTOSCHEDULER_SCHEDULE_STEPS_H
+#define ALCOP_AUTOSCHEDULER_SCHEDULE_STEPS_H
+
+/** \file
+ * The one description of a schedule the Alcop autoscheduler builds: a list of steps, each one
+ * C++ statement of the schedule source (a Func handle declared, a chain of directive calls on
+ * a Func or Stage, a call of alcop::pipeline, clamp_to_input_bounds or alcop::enable), from
+ * which both the schedule applied to the Funcs and the source printed are generated.
+ *
+ * What it does: Schedule::add() applies a step to the pipeline at once (later steps need what
+ * it made: a wrapper's name and arguments, an rfactor's new Func) and keeps it; source()
+ * prints every kept step as C++ for the body of the apply_schedule function Halide's
+ * .schedule.h declares. Those two (with apply_call() and call_text(), side by side in
+ * ScheduleSteps.cpp, one case per kind of call each) are the only places that interpret a
+ * step, so a directive cannot be applied one way and printed another. The builders
+ * (ContractionSchedule.cpp, PlainSchedule.cpp) make steps and nothing else: they neither call
+ * Halide's scheduling methods nor write C++ themselves.
+ *
+ * Assumes: the steps are added in the order the source runs them; every FuncRef names a
+ * handle declared by an earlier step.
+ *
+ * Guarantees: running the printed source on a fresh copy of the pipeline performs the same
+ * calls with the same arguments in the same order (test/autoscheduler/schedule_source_test.cpp
+ * checks the result); identifiers are unique C++ names derived from Halide's (without the "$n"
+ * Halide appends to names used twice in a process), Vars and RVars declared on first use.
+ */
+
+#include "Halide.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+namespace autoscheduler {
+
+/** A loop dimension by name: a pure Var or an RVar. */
+struct Dim {
+    std::string name;
+    bool rvar = false;
+    Halide::VarOrRVar halide() const {
+        return Halide::VarOrRVar(name, rvar);
+    }
+};
+
+/** A Func handle of a schedule: the declaration step that made it. */
+struct FuncRef {
+    int id = -1;
+    bool defined() const {
+        return id >= 0;
+    }
+};
+
+/** A condition a stage is specialized on: the conjunction of facts about the pipeline's sizes
+ * that a schedule can state (empty: always true). */
+struct Condition {
+    struct Term {
+        enum class Kind {
+            RDomExtentIs,       ///< rdom_extent(func, dim) == value
+            OutputExtentDivides ///< func.output_buffer().dim(dim).extent() % value == 0
+        };
+        Kind kind;
+        FuncRef func;
+        int dim = 0;
+        int64_t value = 0;
+    };
+    std::vector<Term> terms;
+    bool defined() const {
+        return !terms.empty();
+    }
+};
+
+/** A Func, one of its stages (update -1: the pure definition), and a specialization of it. */
+struct StageRef {
+    FuncRef func;
+    int update = -1;
+    Condition specialization;
+    bool is_func() const {
+        return update < 0 && !specialization.defined();
+    }
+};
+
+/** One directive call in a chain (Halide::Internal::Call is an IR node, hence the name). */
+struct StepCall {
+    enum class Method {
+        // On a Stage (or a Func's pure definition):
+        Split, Fuse, Rename, Reorder, GpuBlocks, GpuThreads, GpuSingleThread, Unroll, Vectorize,
+        // On a Func:
+        ComputeAt, ComputeRoot, StoreIn, BoundExtent,
+    };
+    Method method;
+    std::vector<Dim> dims;  ///< the dimensions it names, in the order of its arguments
+    int factor = 0;         ///< Split: the factor; BoundExtent: the extent
+    Halide::TailStrategy tail = Halide::TailStrategy::Auto;
+    Halide::MemoryType memory = Halide::MemoryType::Auto;
+    FuncRef at;             ///< ComputeAt: the Func whose loop dims[0] is
+    bool new_line = true;   ///< layout only: printed on a line of its own
+};
+
+/** One statement. */
+struct Step {
+    enum class Kind {
+        DeclareFunc,  ///< Func id = pipeline.get_func(index) | of.in(in) | of.update(0).rfactor({})
+        Calls,        ///< stage.call().call()...; (no call: the stage alone, e.g. a specialize)
+        Pipeline,     ///< alcop::pipeline(func, value[, alcop::Level::Register])
+        Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func)
+        Enable,       ///< alcop::enable(pipeline, target)
+    };
+    enum class Origin { PipelineFunc, Wrapper, RFactor };
+    Kind kind;
+    // DeclareFunc
+    Origin origin = Origin::PipelineFunc;
+    int index = 0;      ///< PipelineFunc: the index in Pipeline::get_func order
+    FuncRef of, in;     ///< Wrapper: of.in(in); RFactor: of.update(0).rfactor({})
+    // Calls
+    StageRef stage;
+    std::vector<StepCall> calls;
+    // Pipeline, Clamp
+    FuncRef func;
+    int value = 0;       ///< Pipeline: the stages
+    bool register_level = false;
+    /** Printed on a line of its own before the statement. */
+    std::string comment;
+};
+
+/** A chain of calls being built on one stage; added to its Schedule (and so applied) by
+ * done(). Each method appends one StepCall. */
+class Schedule;
+class Chain {
+public:
+    Chain(Schedule &schedule, StageRef stage, bool calls_on_new_lines);
+    Chain(const Chain &) = delete;
+
+    Chain &split(const Dim &old, const Dim &outer, const Dim &inner, int factor,
+                 Halide::TailStrategy tail = Halide::TailStrategy::Auto);
+    Chain &fuse(const Dim &inner, const Dim &outer, const Dim &fused);
+    Chain &rename(const Dim &old, const Dim &now);
+    Chain &reorder(const std::vector<Dim> &dims);
+    Chain &gpu_blocks(const std::vector<Dim> &dims);
+    Chain &gpu_threads(const std::vector<Dim> &dims);
+    Chain &gpu_single_thread();
+    Chain &unroll(const Dim &d);
+    Chain &vectorize(const Dim &d);
+    Chain &compute_at(FuncRef f, const Dim &loop);
+    Chain &compute_root();
+    Chain &store_in(Halide::MemoryType memory);
+    Chain &bound_extent(const Dim &var, int extent);
+    /** Layout only: the next call starts a line of its own (or, with false, continues this one). */
+    Chain &new_line(bool on = true);
+
+    /** Adds the statement (applied at once). A chain with no call adds its stage alone. */
+    void done();
+
+private:
+    Chain &add(StepCall c);
+    Schedule &schedule;
+    Step step;
+    bool next_new_line;
+    bool added = false;
+};
+
+/** The steps of a schedule of one pipeline, applied as they are added. */
+class Schedule {
+public:
+    /** The schedule of `p` for `target` (what alcop::enable is given). */
+    Schedule(Halide::Pipeline p, Halide::Target target);
+
+    /** The handle of a Func of the pipeline, declared (pipeline.get_func(index)) on first use. */
+    FuncRef pipeline_func(const Halide::Internal::Function &f);
+    /** A new handle: of.in(in). */
+    FuncRef wrapper(FuncRef of, FuncRef in);
+    /** A new handle: of.update(0).rfactor({}), the whole reduction of `of` in a Func of its own. */
+    FuncRef rfactor(FuncRef of);
+
+    /** A chain of stage directives on `stage`, each call on a line of its own. */
+    Chain stage(StageRef stage) {
+        return Chain(*this, std::move(stage), true);
+    }
+    Chain stage(FuncRef f, int update = -1, Condition specialization = {}) {
+        return stage(StageRef{f, update, std::move(specialization)});
+    }
+    /** A chain of directives on Func `f`, the calls on its line unless new_line() is asked. */
+    Chain func(FuncRef f) {
+        return Chain(*this, StageRef{f, -1, {}}, false);
+    }
+
+    void pipeline(FuncRef f, int stages, bool register_level = false);
+    void clamp_to_input_bounds(FuncRef f, const std::string &comment);
+    void enable();
+
+    /** Applies `step` and keeps it. */
+    void add(Step step);
+
+    /** The Halide Func of a handle, as the steps so far made it. */
+    Halide::Func handle(FuncRef f) const;
+    /** A condition as the Expr the steps specialize on. */
+    Halide::Expr expr(const Condition &c) const;
+
+    /** The C++ of the steps: `header` (comment lines), a note on what the source uses, the Func
+     * declarations, the Var and RVar declarations, then the statements. */
+    std::string source(const std::string &header) const;
+
+    /** A C++ identifier made of `name` (non-alphanumerics as '_', a leading digit prefixed). */
+    static std::string sanitize(const std::string &name);
+
+private:
+    friend class Chain;
+    Halide::Pipeline p;
+    Halide::Target target;
+    std::vector<Step> steps;
+    std::vector<Halide::Func> funcs;           // by FuncRef::id
+    std::map<std::string, FuncRef> by_name;    // the pipeline's Funcs declared so far
+};
+
+}  // namespace autoscheduler
+}  // namespace alcop
+
+#endif
