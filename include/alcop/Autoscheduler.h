@@ -5,7 +5,8 @@
  * Requests to the Alcop autoscheduler (the plugin HalideAlcop::Alcop), recorded on a
  * pipeline's output Func as alcop::pipeline records its own, so that they reach the plugin from
  * a Generator, where the build's environment cannot differ per library. They override the
- * environment (ALCOP_AUTOSCHEDULER_CANDIDATE, _GPU, _LIMITS).
+ * environment (ALCOP_AUTOSCHEDULER_CANDIDATE, _GPU, _LIMITS). And the two functions its
+ * schedule sources call.
  */
 
 #include "Halide.h"
@@ -27,6 +28,22 @@ void request_gpu(Halide::Func output, const std::string &gpu);
  * (dynamic shared memory up to the GPU's maximum, registers up to 255), "default" for Halide
  * 14's CUDA runtime (48 KiB, 64 registers per thread). "" asks nothing. */
 void request_limits(Halide::Func output, const std::string &limits);
+
+// What the schedule sources the plugin writes (`-e schedule`) call besides Halide's and ALCOP's
+// directives: a program that pastes one includes this header and links HalideAlcop::HalideAlcop.
+
+/** Make `wrapper`, a Func::in() wrapper of a Func that reads an input buffer, read that buffer
+ * at coordinates clamped to its bounds. Only the wrapper's own (unspecialized) definition
+ * changes: specializations made before keep reading directly. Exact for every coordinate
+ * inside the buffer; coordinates outside it read the nearest element instead of failing a
+ * bounds check. The generated schedule sources call it. */
+void clamp_to_input_bounds(Halide::Func wrapper);
+
+/** The extent of dimension `dim` of the RDom of `f`'s first update, as the algorithm wrote it
+ * (e.g. the Variable `A.extent.0`). The generated schedule sources specialize on it; a schedule
+ * only has the Funcs at hand, and Func::rvars() returns RVars without their RDom. */
+Halide::Expr rdom_extent(const Halide::Func &f, int dim);
+
 
 }  // namespace autoscheduler
 }  // namespace alcop

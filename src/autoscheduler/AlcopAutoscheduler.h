@@ -68,16 +68,16 @@
  * The files, one job each: Options.h (options, environment, requests), Contraction.h
  * (recognition), Candidates.h (the model's candidates the schedule can express, and the
  * choice), ContractionSchedule.h and PlainSchedule.h (the schedules, as steps),
- * ScheduleSteps.h (the steps: applied and printed), SourceHelpers.h (what the printed sources
- * call), this file (autoschedule(): the order of those jobs, the summary and the source's
+ * ScheduleSteps.h (the steps: applied and printed), ScheduleSourceHelpers.cpp (what the printed
+ * sources call, declared in alcop/Autoscheduler.h), this file (autoschedule(): the order of those jobs, the summary and the source's
  * header), Plugin.cpp (the registration with Halide).
  */
 
 #include "Halide.h"
+#include "alcop/Autoscheduler.h"
 #include "autoscheduler/Contraction.h"
 #include "autoscheduler/Options.h"
 #include "autoscheduler/Requests.h"
-#include "autoscheduler/SourceHelpers.h"
 #include "model/GpuSpec.h"
 #include "model/Search.h"
 

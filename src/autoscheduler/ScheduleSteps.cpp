@@ -2,7 +2,7 @@
 
 #include "alcop/Directive.h"
 #include "Error.h"
-#include "autoscheduler/SourceHelpers.h"
+#include "alcop/Autoscheduler.h"
 
 #include <algorithm>
 #include <cctype>
@@ -521,7 +521,7 @@ std::string Schedule::source(const std::string &header) const {
     os << header
        << "// Uses `pipeline` and `target`, the Pipeline and Target being scheduled (the parameters of\n"
        << "// the apply_schedule function of Halide's .schedule.h; in a Generator: get_pipeline() and\n"
-       << "// get_target()), and needs \"Directive.h\" and \"autoscheduler/AlcopAutoscheduler.h\".\n\n"
+       << "// get_target()), and needs \"alcop/Alcop.h\" (link HalideAlcop::HalideAlcop).\n\n"
        << funcs_text.str() << "\n"
        << names.decls.str() << "\n"
        << body.str();

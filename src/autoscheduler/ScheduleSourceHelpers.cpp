@@ -1,4 +1,4 @@
-#include "autoscheduler/SourceHelpers.h"
+#include "alcop/Autoscheduler.h"
 
 #include "Error.h"
 
