@@ -30,6 +30,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <unistd.h>
 
 namespace nvptx_test {
 
@@ -162,7 +163,8 @@ struct PtxasResult {
 
 // Assembles `ptx` for `arch` (e.g. "sm_80") with `ptxas -v`, which reports registers and spills.
 inline PtxasResult assemble(const std::string &ptx, const std::string &arch, const std::string &name) {
-    std::string path = testing::TempDir() + "alcop_" + name + ".ptx";
+    // One file per process: ctest -j runs several tests at once.
+    std::string path = testing::TempDir() + "alcop_" + name + "_" + std::to_string(getpid()) + ".ptx";
     std::ofstream(path) << ptx;
     std::string cmd = ptxas_path() + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
     PtxasResult r;
