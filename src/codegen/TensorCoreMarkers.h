@@ -42,13 +42,13 @@
  * i.e. the lane's fragment of matrix j. e0..e7 are loads of the 8 elements of this lane's
  * 16-byte row in shared memory (lanes 8i..8i+7 give the rows of matrix i); the rewrite uses
  * only e0's address, the others are there so that Halide's bounds inference sees the whole
- * row. The row must be 16-byte aligned.
+ * row (and are checked to be that row). The row must be 16-byte aligned.
  *   The rewrite groups, within one basic block, the calls to one marker whose e0 addresses
  *   are the same value; each group becomes one intrinsic call
  *   (`llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4[.trans].b16` on an addrspace(3) pointer) at the
  *   group's first call, and call j becomes element j of its result. It asserts: j is a
  *   constant in 0..3; each e_k is a 16-bit load (or a lane of a vector load) from shared
- *   memory; nothing between the first and the last call of a group may write memory other
+ *   memory, 2k bytes past e0 (the same base and index up to constant terms); nothing between the first and the last call of a group may write memory other
  *   than the thread's own stack (so that one read serves them all).
  *
  * Afterwards no call to an `alcop_mma_` or `alcop_ldmatrix_` function remains, and their

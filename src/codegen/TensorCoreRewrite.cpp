@@ -24,6 +24,7 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DataLayout.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
@@ -213,6 +214,63 @@ RowElement row_element(const CallInst *call, unsigned k) {
     return e;
 }
 
+// A row element's address as base + scale * index + bytes, with every constant term moved
+// into `bytes`: Halide writes element k of a row as `gep T, base, sext(add nsw start, k)`.
+struct ElementAddress {
+    const Value *base = nullptr;
+    const Value *index = nullptr;  // null: a constant address
+    int64_t scale = 0;
+    int64_t bytes = 0;
+};
+
+ElementAddress element_address(const RowElement &e) {
+    const DataLayout &dl = e.load->getModule()->getDataLayout();
+    ElementAddress a;
+    a.bytes = (int64_t)e.lane * (int64_t)dl.getTypeStoreSize(e.load->getType()->getScalarType());
+    const Value *p = e.load->getPointerOperand();
+    for (int steps = 0; steps < 32; steps++) {
+        if (const auto *bitcast = dyn_cast<BitCastOperator>(p)) {
+            p = bitcast->getOperand(0);
+        } else if (const auto *space_cast = dyn_cast<AddrSpaceCastOperator>(p)) {
+            p = space_cast->getOperand(0);
+        } else if (const auto *gep = dyn_cast<GEPOperator>(p); gep && gep->getNumIndices() == 1 && !a.index) {
+            const int64_t scale = (int64_t)dl.getTypeAllocSize(gep->getSourceElementType());
+            const Value *index = gep->getOperand(1);
+            while (index) {
+                if (const auto *c = dyn_cast<ConstantInt>(index)) {
+                    a.bytes += scale * c->getSExtValue();
+                    index = nullptr;
+                } else if (isa<SExtInst>(index) || isa<ZExtInst>(index)) {
+                    index = cast<Instruction>(index)->getOperand(0);
+                } else if (const auto *add = dyn_cast<BinaryOperator>(index);
+                           add && add->getOpcode() == Instruction::Add && isa<ConstantInt>(add->getOperand(1))) {
+                    a.bytes += scale * cast<ConstantInt>(add->getOperand(1))->getSExtValue();
+                    index = add->getOperand(0);
+                } else {
+                    break;
+                }
+            }
+            if (index) {
+                a.index = index;
+                a.scale = scale;
+            }
+            p = gep->getPointerOperand();
+        } else {
+            break;
+        }
+    }
+    a.base = p;
+    return a;
+}
+
+// Whether `e` is `bytes` bytes past `e0`.
+bool is_at_offset(const RowElement &e, const RowElement &e0, int64_t bytes) {
+    const ElementAddress a = element_address(e), a0 = element_address(e0);
+    const bool same_index =
+        (!a.index && !a0.index) || (a.index && a0.index && a.scale == a0.scale && same_value(a.index, a0.index));
+    return same_index && a.bytes - a0.bytes == bytes && same_value(a.base, a0.base);
+}
+
 bool same_address(const RowElement &a, const RowElement &b) {
     return a.lane == b.lane && a.load->getType() == b.load->getType() &&
            same_value(a.load->getPointerOperand(), b.load->getPointerOperand());
@@ -255,8 +313,12 @@ bool rewrite_ldmatrix(Function &f) {
         for (CallInst *call : calls) {
             result_index(call);
             RowElement e0 = row_element(call, 0);
+            const int64_t element_bytes = 2;
             for (unsigned k = 1; k < 8; k++) {
-                row_element(call, k);
+                if (!is_at_offset(row_element(call, k), e0, k * element_bytes)) {
+                    report_fatal_error(Twine("alcop: ") + call->getCalledFunction()->getName() + ": row element e" +
+                                       Twine(k) + " is not " + Twine(2 * k) + " bytes past e0");
+                }
             }
             size_t g = 0;
             while (g < groups.size() && !(groups[g].calls[0]->getCalledFunction() == call->getCalledFunction() &&

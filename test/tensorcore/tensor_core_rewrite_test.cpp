@@ -378,6 +378,15 @@ TEST(TensorCoreRewriteDeathTest, RowNotInSharedMemoryIsAnError) {
     expect_fatal(ir, "alcop_ldmatrix_x4_b16: row element e0 is not a 16-bit load from shared memory");
 }
 
+TEST(TensorCoreRewriteDeathTest, ElementsThatAreNotTheRowAreAnError) {
+    std::string ir = std::regex_replace(mma_kernel(Input::F16), std::regex("%a2_1i = add nsw i32 %a_start, 1"),
+                                        "%a2_1i = add nsw i32 %a_start, 3");
+    expect_fatal(ir, "alcop_ldmatrix_x4_b16: row element e1 is not 2 bytes past e0");
+    ir = std::regex_replace(mma_kernel(Input::F16), std::regex("%b1_7i = add nsw i32 %b_start, 7"),
+                            "%b1_7i = add nsw i32 %a_start, 7");
+    expect_fatal(ir, "alcop_ldmatrix_x4_trans_b16: row element e7 is not 14 bytes past e0");
+}
+
 TEST(TensorCoreRewriteDeathTest, NonConstantIndexIsAnError) {
     std::string ir = std::regex_replace(mma_kernel(Input::F16), std::regex("b16\\(i32 3,"), "b16(i32 %tx,");
     expect_fatal(ir, "alcop_ldmatrix_x4_b16: the result index j is not a constant in 0..3");
