@@ -323,4 +323,45 @@ TEST(BankConflicts, GuardedAccessCountsActiveLanesOnly) {
     EXPECT_EQ(kernels[0].conflicts(), 7);
 }
 
+// On a kernel that Halide 14 itself lowered: a 32 x 32 float tile staged in shared memory
+// (rows of 128 bytes, written by threads along the row) and read transposed by the threads
+// of a warp (lane m reads row m): the store is conflict-free, the read hits one bank 32 times.
+TEST(BankConflicts, HalideLoweredKernel) {
+    ImageParam A(Float(32), 2, "A");
+    Var k("k"), m("m"), mo("mo"), ko("ko"), mi("mi"), ki("ki");
+    Func A_sh("A_sh"), out("out");
+    A_sh(k, m) = A(k, m);
+    out(m, k) = A_sh(k, m) * 2.0f;
+    out.bound(m, 0, 32).bound(k, 0, 32).gpu_tile(m, k, mo, ko, mi, ki, 32, 32);
+    A_sh.compute_at(out, mo).store_in(MemoryType::GPUShared).gpu_threads(k, m);
+    // The kernels as custom lowering passes see them (later, Halide offloads them to device code).
+    std::vector<alcop::KernelBankConflicts> kernels;
+    struct Inspect : IRMutator {
+        std::vector<alcop::KernelBankConflicts> *kernels;
+        using IRMutator::mutate;
+        Stmt mutate(const Stmt &s) override {
+            *kernels = alcop::find_bank_conflicts(s);
+            return s;
+        }
+    };
+    auto *inspect = new Inspect;
+    inspect->kernels = &kernels;
+    Pipeline p(out);
+    p.add_custom_lowering_pass(inspect);
+    p.compile_to_module({A}, "transpose", Target("host-cuda-cuda_capability_80"));
+    ASSERT_EQ(kernels.size(), 1u);
+    const alcop::KernelBankConflicts &kernel = kernels[0];
+    EXPECT_EQ(kernel.unanalyzed, 0);
+    ASSERT_EQ(kernel.accesses.size(), 2u);
+    int stores = 0;
+    for (const alcop::SharedAccess &a : kernel.accesses) {
+        EXPECT_EQ(a.access_bytes, 4);
+        EXPECT_EQ(a.cost.phases, 1);
+        EXPECT_EQ(a.cost.conflicts(), a.is_store ? 0 : 31) << a.byte_address;
+        stores += a.is_store;
+    }
+    EXPECT_EQ(stores, 1);
+    EXPECT_EQ(kernel.conflicts(), 31);
+}
+
 }  // namespace
