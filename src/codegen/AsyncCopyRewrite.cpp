@@ -2,6 +2,9 @@
  * The LLVM half of the cp.async lowering: a legacy function pass, registered with LLVM's
  * PassManagerBuilder at EP_EarlyAsPossible, that turns the marker calls of
  * AsyncCopyMarkers.h into cp.async instructions in the NVPTX modules that Halide 14 emits.
+ * It is the one marker pass of the project: it also hands each function to the tensor-core
+ * rewrite (TensorCoreRewrite.cpp, contract in TensorCoreMarkers.h), so that every marker is
+ * known, checked and erased in one place, under one registration.
  *
  * Why a pass in LLVM: Halide 14's PTX backend can neither take the address of a buffer
  * element nor call a void intrinsic, so the copy lowering leaves marker calls in the IR. Halide
@@ -43,6 +46,8 @@
  */
 
 #include "codegen/AsyncCopyMarkers.h"
+#include "codegen/TensorCoreRewrite.h"
+#include "codegen/ValueMatch.h"
 
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/SmallVector.h>
@@ -185,48 +190,6 @@ unsigned origin_space(Value *p) {
             return generic_space;
         }
     }
-}
-
-// Whether a and b compute the same value. Halide recomputes the address of every slice and
-// every lane, so equal addresses are usually distinct but identical trees of pure instructions.
-// The budget bounds the walk; running out only means "not proven".
-bool same_value(const Value *a, const Value *b, int &budget) {
-    if (a == b) {
-        return true;
-    }
-    if (--budget < 0) {
-        return false;
-    }
-    const auto *ia = dyn_cast<Instruction>(a);
-    const auto *ib = dyn_cast<Instruction>(b);
-    if (!ia || !ib || !ia->isSameOperationAs(ib)) {
-        return false;  // Distinct constants and arguments are distinct values (constants are uniqued).
-    }
-    // Only instructions whose result depends on nothing but their operands.
-    bool pure = isa<BinaryOperator>(ia) || isa<UnaryOperator>(ia) || isa<CastInst>(ia) ||
-                isa<GetElementPtrInst>(ia) || isa<CmpInst>(ia) || isa<SelectInst>(ia) ||
-                isa<ExtractElementInst>(ia) || isa<InsertElementInst>(ia) ||
-                isa<ShuffleVectorInst>(ia);
-    if (const auto *call = dyn_cast<CallInst>(ia)) {
-        // e.g. llvm.nvvm.read.ptx.sreg.tid.x, which Halide reads once per kernel anyway.
-        const Function *callee = call->getCalledFunction();
-        pure = callee && callee->isIntrinsic() && call->doesNotAccessMemory() &&
-               !call->mayHaveSideEffects();
-    }
-    if (!pure) {
-        return false;
-    }
-    for (unsigned i = 0; i < ia->getNumOperands(); i++) {
-        if (!same_value(ia->getOperand(i), ib->getOperand(i), budget)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-bool same_value(const Value *a, const Value *b) {
-    int budget = 512;
-    return same_value(a, b, budget);
 }
 
 // A pointer as a base plus a constant byte offset: casts and constant GEPs are stripped.
@@ -491,11 +454,12 @@ public:
     }
 
     StringRef getPassName() const override {
-        return "ALCOP cp.async marker rewrite";
+        return "ALCOP marker rewrite (cp.async, launch bounds, mma, ldmatrix)";
     }
 
     bool doInitialization(Module &m) override {
         markers.clear();
+        tensor_core_markers.clear();
         // Cheap exit for everything that is not an NVPTX module using the markers (Halide
         // runs this on every function of every module, including all of libdevice).
         if (!StringRef(m.getTargetTriple()).startswith("nvptx")) {
@@ -506,46 +470,62 @@ public:
             if (f.getName().startswith(marker_prefix)) {
                 check_declaration(f);
                 markers.push_back(&f);
+            } else if (is_tensor_core_marker(f)) {
+                tensor_core_markers.push_back(&f);
             }
         }
         return bounded;
     }
 
     bool runOnFunction(Function &f) override {
-        if (markers.empty() || f.isDeclaration()) {
+        if (f.isDeclaration()) {
             return false;
         }
-        return rewrite(f);
+        // Tensor-core markers first: they never feed a copy, and the copy rewrite then sees
+        // intrinsic calls where they were.
+        bool changed = !tensor_core_markers.empty() && rewrite_tensor_core_markers(f);
+        return (!markers.empty() && rewrite(f)) || changed;
     }
 
     bool doFinalization(Module &) override {
-        if (markers.empty()) {
+        if (markers.empty() && tensor_core_markers.empty()) {
             return false;
         }
         // Functions the pass manager did not visit (none, under Halide) still get rewritten,
         // so that the guarantee "no marker call remains" holds.
         SmallPtrSet<Function *, 4> leftover;
-        for (Function *marker : markers) {
-            for (User *u : marker->users()) {
-                leftover.insert(cast<CallInst>(u)->getFunction());
+        for (const auto *list : {&markers, &tensor_core_markers}) {
+            for (Function *marker : *list) {
+                for (User *u : marker->users()) {
+                    leftover.insert(cast<CallInst>(u)->getFunction());
+                }
             }
         }
         for (Function *f : leftover) {
-            rewrite(*f);
-        }
-        for (Function *marker : markers) {
-            if (!marker->use_empty()) {
-                report_fatal_error(Twine("alcop: calls to ") + marker->getName() +
-                                   " remain after the cp.async rewrite");
+            if (!tensor_core_markers.empty()) {
+                rewrite_tensor_core_markers(*f);
             }
-            marker->eraseFromParent();
+            if (!markers.empty()) {
+                rewrite(*f);
+            }
+        }
+        for (const auto *list : {&markers, &tensor_core_markers}) {
+            for (Function *marker : *list) {
+                if (!marker->use_empty()) {
+                    report_fatal_error(Twine("alcop: calls to ") + marker->getName() +
+                                       " remain after the marker rewrite");
+                }
+                marker->eraseFromParent();
+            }
         }
         markers.clear();
+        tensor_core_markers.clear();
         return true;
     }
 
 private:
-    SmallVector<Function *, 8> markers;
+    SmallVector<Function *, 8> markers;              // cp.async
+    SmallVector<Function *, 8> tensor_core_markers;  // mma and ldmatrix (TensorCoreRewrite.cpp)
 
     // alcop_launch_bounds(threads, blocks) in a kernel becomes its nvvm annotations maxntidx and
     // minctasm, which the NVPTX backend prints as .maxntid and .minnctapersm.

@@ -1,0 +1,70 @@
+#ifndef ALCOP_SWIZZLE_H
+#define ALCOP_SWIZZLE_H
+
+/** \file
+ * The swizzled layout of a shared-memory tile for tensor-core operands: one replaceable piece
+ * beside the slot layout (PipelinePlan.h), shared by the writer (cp.async into the slot) and
+ * the reader (ldmatrix), since the map is its own inverse.
+ *
+ * A tile is row-major with rows of `row_bytes`; a "row" is the M or N index of an operand
+ * whose contiguous dimension is K (or the K index of one read with ldmatrix.trans). Its bytes
+ * are grouped in 16-byte chunks, c = byte / 16. The 8 row addresses of one ldmatrix phase
+ * (8 consecutive rows, one chunk each), and 8 lanes of 16-byte copies down a column, must
+ * fall in the 8 distinct 16-byte bank groups of a 128-byte window. The rule is the XOR one
+ * that CUTLASS, Triton, TVM and CuTe share:
+ *  - rows of 128 bytes or a multiple of it: c' = c ^ (row % 8) on the low 3 bits of c, i.e.
+ *    within each 128-byte segment of the row;
+ *  - 64-byte rows (two rows per 128-byte window): c' = c ^ ((row >> 1) % 4);
+ *  - 32-byte rows (four rows per window): c' = c ^ ((row >> 2) % 2);
+ *  - any other width (rows under 32 bytes, widths not 32, 64 or a multiple of 128): the
+ *    identity. Such rows either leave no room to permute (16 bytes) or would need a map that
+ *    crosses the row end; the bank-conflict checker (analysis/BankConflicts.h) reports what
+ *    they cost.
+ * Guarantees: for a fixed row the map permutes the row's chunks and is an involution
+ * (swizzling twice is the identity), so the tile's bytes are a bijection of themselves; the
+ * byte within its chunk is unchanged, so 16-byte alignment is kept (2-, 4- and 8-byte ones
+ * too); a swizzled byte stays in its row. Slots hold whole tiles, so a slot base that is a
+ * multiple of 128 bytes (rows of 32 and 64 bytes: 8 x 128 / row_bytes rows of period) keeps
+ * the rule conflict-free; a 1024-byte aligned slot is always enough.
+ */
+
+#include "Halide.h"
+
+#include <cstdint>
+
+namespace alcop {
+
+/** The XOR swizzle of the 16-byte chunks of one tile's rows. */
+struct Swizzle {
+    int64_t row_bytes = 0;
+    int chunk_bits = 0;  ///< how many low bits of the chunk index are flipped: 3, 2, 1, or 0 (identity)
+    int row_shift = 0;   ///< the flip is (row >> row_shift) masked to chunk_bits bits
+
+    static constexpr int64_t chunk_bytes = 16;
+
+    /** The rule for rows of `row_bytes` bytes (see the file comment). */
+    static Swizzle for_rows(int64_t row_bytes);
+
+    bool is_identity() const {
+        return chunk_bits == 0;
+    }
+
+    /** The chunk bits XORed into the chunks of `row`. */
+    int64_t flip(int64_t row) const;
+
+    /** Where byte `byte` (0 <= byte < row_bytes) of row `row` lives, as a byte offset in the row. */
+    int64_t byte_in_row(int64_t row, int64_t byte) const;
+
+    /** Where element `column` (elements of `element_bytes`, a power of two up to 16) of row
+     * `row` lives, as an element offset in the row. */
+    int64_t element_in_row(int64_t row, int64_t column, int element_bytes) const;
+
+    /** The same maps as Halide expressions (Int(32) or any integer type of `row`), for the
+     * rewrite to index the slots with. Constant operands fold to constants. */
+    Halide::Expr byte_in_row(const Halide::Expr &row, const Halide::Expr &byte) const;
+    Halide::Expr element_in_row(const Halide::Expr &row, const Halide::Expr &column, int element_bytes) const;
+};
+
+}  // namespace alcop
+
+#endif
