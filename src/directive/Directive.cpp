@@ -1,6 +1,7 @@
 #include "alcop/Directive.h"
 
 #include "Error.h"
+#include "analysis/PipelineAnalysis.h"
 #include "copy/CopyLowering.h"
 #include "directive/Requests.h"
 #include "directive/TestHooks.h"
@@ -41,10 +42,10 @@ const char *to_string(Level level) {
 
 Halide::Func pipeline(Halide::Func f, int stages, Level level) {
     user_assert(stages >= 1)
-        << "alcop::pipeline(" << f.name() << ", " << stages << "): the number of stages must be at "
+        << "alcop::pipeline(" << user_name(f.name()) << ", " << stages << "): the number of stages must be at "
         << "least 1 (1 means no pipelining).\n";
     user_assert(f.defined())
-        << "alcop::pipeline(" << f.name() << "): the Func has no definition.\n";
+        << "alcop::pipeline(" << user_name(f.name()) << "): the Func has no definition.\n";
     std::ostringstream tag;
     tag << tag_prefix << stages << " " << to_string(level);
     f.add_trace_tag(tag.str());

@@ -353,7 +353,7 @@ public:
     void warn_uncomposed() const {
         for (const auto &o : one_step_bodies) {
             if (composed_one_steps.count(o.second)) continue;
-            user_warning << "alcop::pipeline(" << o.second->fragments.front().func << ", Level::Register): "
+            user_warning << pipeline_call(o.second->fragments.front().func, Level::Register) << ": "
                          << "it is produced once per iteration of the loop " << o.second->loop->name
                          << " of the shared level, outside that loop's last consumer or with a consumer that "
                          << "reads shared memory, so its register stages cannot compose with the shared ones; "

@@ -4,6 +4,7 @@
 
 #include "Halide.h"
 
+#include "analysis/PipelineAnalysis.h"
 #include "directive/Requests.h"
 #include "rewrite/LowerPipelines.h"
 #include "SyntheticIR.h"
@@ -154,6 +155,91 @@ TEST(Misuse, GuardedReductionTailInARealSchedule) {
     } catch (const CompileError &e) {
         EXPECT_NE(std::string(e.what()).find("alcop::pipeline(P)"), std::string::npos) << e.what();
     }
+}
+
+
+// A real schedule as a user writes it: row sums of a 32-column A, each block of 16 rows staging
+// its chunk of 8 columns of A.in() in shared memory at the chunk loop r.y. Tests change it to
+// make one mistake each.
+struct RowSum {
+    ImageParam A{Float(32), 2, "A"};
+    Var y{"y"}, bx{"bx"}, tx{"tx"};
+    RDom r{0, 8, 0, 4, "r"};
+    Func staged, sum{"sum"}, out{"out"};
+    alcop::Options options;
+
+    explicit RowSum(bool staged_at_the_chunk_loop = true) {
+        staged = A.in();
+        sum(y) = 0.0f;
+        sum(y) += staged(r.y * 8 + r.x, y);
+        out(y) = sum(y);
+        out.gpu_tile(y, bx, tx, 16);
+        sum.compute_at(out, bx).gpu_threads(y);
+        sum.update().reorder(r.x, y, r.y).gpu_threads(y);
+        if (staged_at_the_chunk_loop) {
+            staged.compute_at(sum, r.y).store_in(MemoryType::GPUShared).gpu_threads(staged.args()[1]);
+        }
+        options.target = Target("host-opencl");
+    }
+
+    /** The user error compiling it raises, "" if none. */
+    std::string error(Pipeline p = Pipeline()) {
+        if (!p.defined()) {
+            p = Pipeline(out);
+            alcop::enable(p, options);
+        }
+        try {
+            p.compile_to_module(p.infer_arguments(), "row_sum", options.target);
+        } catch (const CompileError &e) {
+            return e.what();
+        }
+        return "";
+    }
+};
+
+TEST(Misuse, TheRowSumIsAccepted) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    EXPECT_EQ(s.error(), "");
+}
+
+// Issue #17, 2: an unrolled chunk loop is not "the block level".
+TEST(Misuse, UnrolledStreamingLoop) {
+    RowSum s;
+    s.sum.update().unroll(s.r.y);
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "is produced 4 times at the GPU block level, in no serial "
+                                                           "loop. Was the loop it is computed at unrolled?");
+}
+
+// Issue #17, 4: the Funcs are named as the user wrote them.
+TEST(Misuse, ErrorsNameFuncsAsTheUserWroteThem) {
+    EXPECT_EQ(alcop::user_name("A2$0"), "A2");
+    EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0"), "A.in()");
+    EXPECT_EQ(alcop::user_name("A_shared$1_in_prod$2"), "A_shared.in(prod)");
+    EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0_in_prod$3"), "A.in().in(prod)");
+    EXPECT_EQ(alcop::pipeline_call("A_im_global_wrapper$0"), "alcop::pipeline(A.in()) (on Halide's A_im_global_wrapper$0)");
+    EXPECT_EQ(alcop::pipeline_call("A2$0", alcop::Level::Register), "alcop::pipeline(A2, Level::Register)");
+    RowSum s;
+    s.staged.compute_at(s.out, s.bx);  // at the block level
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in()) (on Halide's A_im", "A.in() is computed at the GPU block level");
+}
+
+// Issue #17, 7: what is true of a kernel's output, and of a Func with a kernel of its own.
+TEST(Misuse, PipelinedKernelOutput) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    alcop::pipeline(s.out, 3);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(out)", "out is computed in a GPU kernel of its own, at the block level");
+}
+
+TEST(Misuse, ComputeRootFuncWithAKernelOfItsOwn) {
+    RowSum s(false);
+    Var bx("bx2"), tx("tx2");
+    s.staged.compute_root().gpu_tile(s.staged.args()[1], bx, tx, 16);
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "A.in() is computed in a GPU kernel of its own, at the block level");
 }
 
 }  // namespace
