@@ -539,6 +539,10 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
             k = result.kernels.end() - 1;
             k->allocation = alloc;
             k->device = finder.loop_device.at(loop);
+            if (alloc->extents.size() == 1) {
+                const Expr bytes = simplify(alloc->extents[0] * alloc->type.bytes());
+                if (const int64_t *b = as_const_int(bytes)) k->allocation_bytes = *b;
+            }
         }
         k->loops.push_back(analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second,
                                         result.owner, k->has_other_buffers));

@@ -63,6 +63,8 @@ struct PipelineLoop {
 struct KernelPipelines {
     Halide::DeviceAPI device = Halide::DeviceAPI::None;  ///< of the kernel's gpu_block loops
     const Halide::Internal::Allocate *allocation = nullptr;
+    /** The allocation's size in bytes before the rewrite; -1 when it is not a constant. */
+    int64_t allocation_bytes = -1;
     std::vector<PipelineLoop> loops;
     /** Some access to the allocation belongs to no pipelined buffer, so the allocation's
      * current layout must be kept and the slots go after it. */
