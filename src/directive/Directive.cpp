@@ -97,13 +97,23 @@ bool uses_async_copies(const Target &target, CopyKind copies) {
     return copy_kind_for(DeviceAPI::CUDA, target, copies) == CopyKind::Async;
 }
 
+bool operator==(const Options &a, const Options &b) {
+    return a.target == b.target && a.copies == b.copies && a.shared_memory_limit == b.shared_memory_limit &&
+           a.register_limit == b.register_limit;
+}
+
 void enable(Pipeline p, const Options &options) {
     testing::enable(std::move(p), options, testing::Hooks());
 }
 
 void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
     for (const CustomLoweringPass &pass : p.custom_lowering_passes()) {
-        if (dynamic_cast<LowerPipelines *>(pass.pass)) return;
+        if (auto *installed = dynamic_cast<LowerPipelines *>(pass.pass)) {
+            // The last call wins, and what was compiled before may be stale.
+            installed->set_options(options, hooks);
+            p.invalidate_cache();
+            return;
+        }
     }
     std::vector<Function> outputs;
     for (const Halide::Func &f : p.outputs()) {

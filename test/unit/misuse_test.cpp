@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 
 using namespace Halide;
@@ -203,6 +204,76 @@ TEST(Misuse, TheRowSumIsAccepted) {
     EXPECT_EQ(s.error(), "");
 }
 
+// Issue #17, 1: the slots are checked against the shared memory a block may have, at compile
+// time and before anything is built, so that no stage count takes long or crashes.
+TEST(Misuse, SharedMemoryOverTheLimit) {
+    for (int stages : {1000, 1000000}) {
+        RowSum s;
+        s.options.target = Target("host-cuda-cuda_capability_80");
+        alcop::pipeline(s.staged, stages);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string error = s.error();
+        EXPECT_REJECTION(error, "alcop::pipeline(A.in())", "bytes of shared memory per block");
+        EXPECT_NE(error.find("A.in(): " + std::to_string(stages) + " stages x 512 bytes"), std::string::npos) << error;
+        EXPECT_NE(error.find("more than the limit of 49152 bytes (the default for CUDA"), std::string::npos) << error;
+        EXPECT_NE(error.find("alcop::Options::shared_memory_limit"), std::string::npos) << error;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << stages << " stages";
+    }
+    // OpenCL cannot ask the device at compile time: the documented default, and the option.
+    RowSum s;
+    alcop::pipeline(s.staged, 100);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "the default for OpenCL");
+    // The block's 16 sums stay in the allocation, before the slots (64 bytes).
+    s.options.shared_memory_limit = 100 * 512 + 64;
+    EXPECT_EQ(s.error(), "");
+}
+
+// A limit raised past any real GPU's lets a huge stage count through: it must still compile,
+// with a prologue that is a loop rather than a million nested statements.
+TEST(Misuse, AMillionSharedStagesUnderARaisedLimitDoNotCrash) {
+    RowSum s;
+    alcop::pipeline(s.staged, 1000000);
+    s.options.shared_memory_limit = int64_t(1) << 40;
+    EXPECT_EQ(s.error(), "");
+}
+
+Stmt fragment_kernel(int steps) {
+    return kernel(fragment_registers(
+                      For::make("ki", 0, steps, ForType::Serial, DeviceAPI::None,
+                                Block::make(produce("F", Block::make({store("F_regs", 0, load("S", var("ki"))),
+                                                                      store("F_regs", 3, load("S", var("ki") + 1))})),
+                                            use_fragment()))),
+                  (steps + 1));
+}
+
+TEST(Misuse, RegisterSlotsOverTheLimit) {
+    // 4 floats per slot: 2 stages take 8 registers; a million, over a loop long enough for them.
+    alcop::Options options;
+    options.register_limit = 7;
+    try {
+        alcop::inject_pipelines(fragment_kernel(8), {{"F", {2, alcop::Level::Register}}}, options);
+        FAIL() << "8 registers were accepted under a limit of 7";
+    } catch (const CompileError &e) {
+        EXPECT_REJECTION(std::string(e.what()), "alcop::pipeline(F, Level::Register)",
+                         "would take 8 32-bit registers per thread (F: 2 stages x 4 x 4 bytes), more than the limit of 7");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_REJECTION(rejection(fragment_kernel(1000000), {{"F", {1000000, alcop::Level::Register}}}),
+                     "alcop::pipeline(F, Level::Register)", "would take 4000000 32-bit registers per thread");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(Misuse, RegisterLimitPastAnyGpu) {
+    alcop::Options options;
+    options.register_limit = 100000;
+    try {
+        alcop::inject_pipelines(fragment_kernel(8), {{"F", {2, alcop::Level::Register}}}, options);
+        FAIL() << "a register limit of 100000 was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU gives a thread more than 512"), std::string::npos) << e.what();
+    }
+}
+
 // Issue #17, 2: an unrolled chunk loop is not "the block level".
 TEST(Misuse, UnrolledStreamingLoop) {
     RowSum s;
@@ -210,6 +281,22 @@ TEST(Misuse, UnrolledStreamingLoop) {
     alcop::pipeline(s.staged, 2);
     EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "is produced 4 times at the GPU block level, in no serial "
                                                            "loop. Was the loop it is computed at unrolled?");
+}
+
+// Issue #17, 3: a second enable() with other Options is not dropped: the last call wins.
+TEST(Misuse, SecondEnableWithOtherOptionsWins) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    Pipeline p(s.out);
+    alcop::enable(p, s.options);
+    EXPECT_EQ(s.error(p), "");
+    alcop::Options async = s.options;
+    async.copies = alcop::CopyKind::Async;
+    alcop::enable(p, async);
+    EXPECT_NE(s.error(p).find("need a CUDA kernel and a target with cuda_capability_80"), std::string::npos);
+    alcop::enable(p, s.options);
+    EXPECT_EQ(s.error(p), "");
+    EXPECT_EQ(p.custom_lowering_passes().size(), 1u);
 }
 
 // Issue #17, 4: the Funcs are named as the user wrote them.
