@@ -35,9 +35,10 @@
  * the CopyLowering's business; the registers it stages through are allocated around the loop.
  *
  * Register level (FragmentAnalysis.h, PipelineFragments.h): each fragment loop is unrolled
- * with its register slots. When it is the last consumer of a pipelined loop, it composes: the
- * wait and barrier that end iteration k move into its steps, just before the loads of tile
- * k + 1's first fragments, and its register prologue follows the shared one.
+ * with its register slots (a long one by groups of them). When it is the last consumer of a
+ * pipelined loop, it composes: the wait and barrier that end iteration k move into its steps,
+ * just before the loads of tile k + 1's first fragments, and its register prologue follows the
+ * shared one.
  *
  * A prologue that prefetches more than 15 tiles ahead is a loop over its steps rather than
  * unrolled. Before building anything, the kernel's shared memory and each fragment loop's
