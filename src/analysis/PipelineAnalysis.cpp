@@ -218,9 +218,8 @@ class FindStreamingLoops : public KernelContextVisitor {
                     << pipeline_call(f) << ": " << user_name(f) << " is computed in a GPU kernel of its own, "
                     << "at the block level: its gpu_blocks loops run inside its production (it is that "
                     << "kernel's output), so no serial loop of the kernel is around it. Pipeline the tiles "
-                    << "the kernel stages instead: a Func (e.g. an input's in()) compute_at() a serial "
-                    << "(reduction) loop of " << user_name(f) << "'s update, with "
-                    << "store_in(MemoryType::GPUShared).\n";
+                    << "the kernel stages instead: a Func (e.g. an input's in()) computed at a serial "
+                    << "(reduction) loop inside the kernel, with store_in(MemoryType::GPUShared).\n";
                 user_assert(kernel_depth > 0)
                     << pipeline_call(f) << ": " << user_name(f) << " is not computed inside a GPU kernel. "
                     << "Pipelining needs " << user_name(f) << " computed inside a serial loop under gpu_blocks.\n";

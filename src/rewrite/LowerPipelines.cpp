@@ -438,6 +438,18 @@ int64_t shared_memory_limit(const Options &options, DeviceAPI device, std::strin
  * AMD's CDNA). */
 constexpr int max_registers_per_thread = 512;
 
+/** How far a kernel on `device` may raise its shared-memory limit. */
+std::string raise_shared_hint(DeviceAPI device) {
+    std::ostringstream hint;
+    if (device == DeviceAPI::CUDA) {
+        hint << ": an app that links apps/common/CudaOptIn may use its GPU's opt-in maximum ("
+             << model::default_gpu().smem_per_block_optin << " bytes on the " << model::default_gpu().name << ")";
+    } else if (device == DeviceAPI::OpenCL) {
+        hint << ": up to the device's CL_DEVICE_LOCAL_MEM_SIZE";
+    }
+    return hint.str();
+}
+
 /** The registers per thread the register slots of one loop may take (Options::register_limit). */
 int register_limit(const Options &options, std::string *why) {
     // The check bounds the register stages, and with them what the rewrite unrolls.
@@ -461,7 +473,6 @@ int register_limit(const Options &options, std::string *why) {
  * a prologue of a huge stage count would take the compiler down first. */
 void check_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                   const std::vector<FragmentLoop> &fragments, const Options &options) {
-    const int64_t optin = model::default_gpu().smem_per_block_optin;
     for (size_t i = 0; i < plans.size(); i++) {
         const KernelPlan &plan = plans[i];
         std::string why;
@@ -492,8 +503,7 @@ void check_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan
                            "")
                    << "), more than the limit of " << limit << " bytes (" << why << "). Use fewer stages or smaller "
                    << "tiles, or raise the limit with alcop::Options::shared_memory_limit if the kernel may use "
-                   << "more: an app that links apps/common/CudaOptIn may use its GPU's opt-in maximum ("
-                   << optin << " bytes on the " << model::default_gpu().name << ").\n";
+                   << "more" << raise_shared_hint(analysis.kernels[i].device) << ".\n";
     }
     for (const FragmentLoop &l : fragments) {
         std::string why;
@@ -513,8 +523,12 @@ void check_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan
             << describe_loop(l.loop) << " would take " << registers << " 32-bit registers per thread ("
             << slots.str() << "), more than the limit of " << limit << " (" << why << "). Use fewer register "
             << "stages or smaller fragments, or raise the limit with alcop::Options::register_limit if the "
-            << "kernel may use more: an app that links apps/common/CudaOptIn may use "
-            << model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn) << ".\n";
+            << "kernel may use more"
+            << (options.target.has_feature(Target::CUDA) ?
+                    ": an app that links apps/common/CudaOptIn may use " +
+                        std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) :
+                    std::string())
+            << ".\n";
     }
 }
 
