@@ -55,6 +55,9 @@ public:
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     // CUDA launch bounds: at least this many blocks per SM (alcop::min_blocks_per_sm; 0: none).
     GeneratorParam<int> min_blocks_per_sm{"min_blocks_per_sm", 0, 0, 32};
+    // Shared memory a block may use, in bytes (alcop::Options::shared_memory_limit; 0: the
+    // target's default, 48 KiB). More needs an app that links apps/common/CudaOptIn.
+    GeneratorParam<int> shared_memory_limit{"shared_memory_limit", 0, 0, 1 << 30};
     // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
     GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
                                            {{"auto", alcop::CopyKind::Auto},
@@ -141,6 +144,7 @@ public:
         alcop::Options options;
         options.target = this->get_target();
         options.copies = copies;
+        options.shared_memory_limit = shared_memory_limit;
         static_cast<Self *>(this)->enable_pipelines(options);
     }
 

@@ -78,7 +78,28 @@ struct Options {
      * are made. */
     Halide::Target target;
     CopyKind copies = CopyKind::Auto;
+    /** Shared memory one block of a pipelined kernel may use, in bytes; the pass raises a user
+     * error, at compile time, for a kernel whose slots would need more. 0: the default of the
+     * kernel's target, 48 KiB for every GPU API: on CUDA it is what Halide 14's runtime
+     * launches with (model::GpuSpec::smem_per_block_default); an app that links
+     * the CUDA opt-in (HalideAlcop::cuda_opt_in, alcop/CudaOptIn.h) may set up to its GPU's
+     * opt-in maximum
+     * (model::GpuSpec::smem_per_block_optin, 232448 on an H100 or H200). OpenCL cannot tell the
+     * device's CL_DEVICE_LOCAL_MEM_SIZE at compile time: 48 KiB is what NVIDIA's OpenCL offers
+     * and less than AMD's and Intel's GPUs (64 KiB) and pocl offer; set the limit for a device
+     * with less (the OpenCL minimum is 32 KiB). */
+    int64_t shared_memory_limit = 0;
+    /** 32-bit registers per thread that the register slots of one fragment loop
+     * (Level::Register) may take; over it, a user error. 0: the target's default, 64 on CUDA
+     * (Halide 14's runtime caps every kernel at 64 registers; the opt-in lifts the cap to 255, model::RuntimeLimits), 255 elsewhere (the most a thread of any GPU the model knows
+     * holds before it spills). At most 512: no GPU gives a thread more. */
+    int register_limit = 0;
 };
+
+bool operator==(const Options &a, const Options &b);
+inline bool operator!=(const Options &a, const Options &b) {
+    return !(a == b);
+}
 
 /** Whether the pass makes the copies of a CUDA kernel compiled for `target` with cp.async
  * when `copies` is requested: a generator that promises what cp.async needs (16-byte aligned,
@@ -88,7 +109,9 @@ bool uses_async_copies(const Halide::Target &target, CopyKind copies = CopyKind:
 
 /** Install the ALCOP lowering pass on `p`. Call it once per Pipeline; in a Generator, call
  * `alcop::enable(get_pipeline(), get_target())` from schedule(). The target (by default the
- * JIT target from the environment) only decides how copies are made. */
+ * JIT target from the environment) decides how copies are made and the default limits. A later
+ * call on the same Pipeline replaces the Options of an earlier one (the last call wins, as with
+ * pipeline()), and the Pipeline is compiled again with them. */
 void enable(Halide::Pipeline p, const Options &options);
 void enable(Halide::Pipeline p, const Halide::Target &target = Halide::get_jit_target_from_environment());
 

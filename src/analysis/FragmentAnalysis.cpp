@@ -72,30 +72,30 @@ class FindFragmentLoops : public IRVisitor {
             return;
         }
         user_assert(kernel_depth > 0 && thread_depth > 0)
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is not computed inside the "
-            << "gpu_threads loops of a kernel. Register slots are per thread: compute_at() " << f
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is not computed inside the "
+            << "gpu_threads loops of a kernel. Register slots are per thread: compute_at() " << user_name(f)
             << " inside the thread loops, in the serial loop whose steps it should be prefetched across.\n";
         user_assert(!serial.empty())
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is not computed inside a serial "
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is not computed inside a serial "
             << "loop within the GPU threads. compute_at() it inside the serial (reduction) loop whose steps "
             << "it should be prefetched across.\n";
         const For *loop = serial.back();
         const std::set<std::string> stored = stores_in(op->body);
         user_assert(stored.size() == 1)
-            << "alcop::pipeline(" << f << ", Level::Register): the producer of " << f << " writes "
+            << pipeline_call(f, Level::Register) << ": the producer of " << user_name(f) << " writes "
             << stored.size() << " buffers; a fragment's producer writes only its own registers.\n";
         const Allocate *storage = nullptr;
         for (auto it = per_thread.rbegin(); it != per_thread.rend() && !storage; ++it) {
             if (it->first->name != *stored.begin()) continue;
             user_assert(it->second < serial.size())
-                << "alcop::pipeline(" << f << ", Level::Register): " << f << " is stored inside "
+                << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is stored inside "
                 << describe_loop(loop) << "; its registers must live across the loop's steps "
                 << "(store_at() it outside the loop, or leave store_at() to Halide).\n";
             storage = it->first;
         }
         user_assert(storage && storage->memory_type != MemoryType::GPUShared &&
                     storage->memory_type != MemoryType::GPUTexture && storage->memory_type != MemoryType::Heap)
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is not stored in per-thread "
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is not stored in per-thread "
             << "memory. Level::Register needs store_in(MemoryType::Register) on a Func computed inside "
             << "the GPU thread loops.\n";
         produced_in[f].push_back(loop);
@@ -203,29 +203,29 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
         // The loop is the shared level's: the fragments are one step of it, never unrolled.
         result.one_step = one_step_body(loop->body, fragment_funcs);
         user_assert(result.one_step.defined())
-            << "alcop::pipeline(" << first << ", Level::Register): " << first << " is produced in "
+            << pipeline_call(first, Level::Register) << ": " << user_name(first) << " is produced in "
             << describe_loop(loop) << ", which the shared level pipelines, but under an if or a loop "
-            << "there. Compute " << first << " at a serial loop of constant extent inside it.\n";
+            << "there. Compute " << user_name(first) << " at a serial loop of constant extent inside it.\n";
     }
     user_assert(e || result.one_step.defined())
-        << "alcop::pipeline(" << first << ", Level::Register): " << describe_loop(loop) << " has no constant "
+        << pipeline_call(first, Level::Register) << ": " << describe_loop(loop) << " has no constant "
         << "extent (" << loop->extent << "). The pass unrolls it after pipelining, so that every register slot "
-        << "has a constant index: split it by a constant factor and compute " << first << " at the inner loop.\n";
+        << "has a constant index: split it by a constant factor and compute " << user_name(first) << " at the inner loop.\n";
     result.extent = result.one_step.defined() ? 1 : (int)*e;
     result.stages = requests.at(first).stages;
 
     std::map<std::string, std::string> func_of_buffer;
     for (const std::string &f : funcs) {
         user_assert(requests.at(f).stages == result.stages)
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " has " << requests.at(f).stages
-            << " stages but " << first << ", pipelined in the same loop " << loop->name << ", has "
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " has " << requests.at(f).stages
+            << " stages but " << user_name(first) << ", pipelined in the same loop " << loop->name << ", has "
             << result.stages << ". Fragments of one loop share one prefetch distance; give them the same "
             << "stage count.\n";
         const Allocate *a = storage.at({f, loop});
         const Expr elements = simplify(a->extents.empty() ? Expr(1) : a->extents[0]);
         const int64_t *n = as_const_int(elements);
         user_assert(a->extents.size() <= 1 && n)
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << "'s registers " << a->name
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << "'s registers " << a->name
             << " have no constant size; register slots need one (bound_extent() its dimensions).\n";
         result.fragments.push_back({f, a, *n});
         func_of_buffer[a->name] = f;
@@ -233,7 +233,7 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
     // The prefetch runs at most one whole loop ahead (into the next iteration of the loop
     // around, when composed): d = stages - 1 <= extent.
     user_assert(result.stages - 1 <= result.extent)
-        << "alcop::pipeline(" << first << ", Level::Register): " << result.stages << " register stages prefetch "
+        << pipeline_call(first, Level::Register) << ": " << result.stages << " register stages prefetch "
         << result.stages - 1 << " steps ahead, more than the " << result.extent << " steps of " << describe_loop(loop)
         << ". Use at most " << result.extent + 1 << " stages.\n";
 
@@ -249,20 +249,20 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
         const Stmt &s = result.body.stmts[i];
         const CollectBuffers &c = collected[i];
         user_assert(!is_barrier(s))
-            << "alcop::pipeline(" << first << ", Level::Register): " << describe_loop(loop) << " holds a "
+            << pipeline_call(first, Level::Register) << ": " << describe_loop(loop) << " holds a "
             << "barrier. Register pipelining is per thread and moves loads across the loop's steps; keep "
             << "block-wide synchronization out of the loop.\n";
         const std::string f = first_produced(s, fragment_funcs);
         for (const std::string &name : c.stored_outside_producers) {
             user_assert(!func_of_buffer.count(name))
-                << "alcop::pipeline(" << func_of_buffer.at(name) << ", Level::Register): "
-                << func_of_buffer.at(name) << " is written outside its producer in " << describe_loop(loop)
+                << pipeline_call(func_of_buffer.at(name), Level::Register) << ": "
+                << user_name(func_of_buffer.at(name)) << " is written outside its producer in " << describe_loop(loop)
                 << ".\n";
         }
         for (const std::string &name : c.loaded) {
             auto it = func_of_buffer.find(name);
             user_assert(it == func_of_buffer.end() || produced.count(it->second) || it->second == f)
-                << "alcop::pipeline(" << it->second << ", Level::Register): " << it->second << " is read in "
+                << pipeline_call(it->second, Level::Register) << ": " << user_name(it->second) << " is read in "
                 << describe_loop(loop) << " before it is produced there.\n";
         }
         if (f.empty()) {
@@ -271,12 +271,12 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
             continue;
         }
         user_assert(!produced.count(f))
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is produced more than once in "
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is produced more than once in "
             << describe_loop(loop) << ".\n";
         produced.insert(f);
         for (const std::string &name : c.loaded) {
             user_assert(!stored_in_loop.count(name) || name == storage.at({f, loop})->name)
-                << "alcop::pipeline(" << f << ", Level::Register): the producer of " << f << " reads " << name
+                << pipeline_call(f, Level::Register) << ": the producer of " << user_name(f) << " reads " << name
                 << ", which " << describe_loop(loop) << " writes. Prefetching it would read a value before "
                 << "it is written.\n";
         }
@@ -306,15 +306,15 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
         const std::string &f = r.first;
         auto it = finder.produced_in.find(f);
         user_assert(it != finder.produced_in.end())
-            << "alcop::pipeline(" << f << ", Level::Register): " << f << " is not produced in the lowered "
-            << "pipeline (is it inlined, or not part of this Pipeline?). Register pipelining needs " << f
+            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is not produced in the lowered "
+            << "pipeline (is it inlined, or not part of this Pipeline?). Register pipelining needs " << user_name(f)
             << " computed inside a serial loop within the GPU threads.\n";
         // One produce node per loop it is in (specializations give one loop each); more
         // in one loop mean that a loop inside it was unrolled.
         for (const For *loop : it->second) {
             const size_t n = std::count(it->second.begin(), it->second.end(), loop);
             user_assert(n == 1)
-                << "alcop::pipeline(" << f << ", Level::Register): " << f << " is produced " << n
+                << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is produced " << n
                 << " times in the body of " << describe_loop(loop) << ". Was the loop it is computed at unrolled? "
                 << "Leave that loop serial: the pass unrolls it itself, after pipelining.\n";
             auto &funcs = funcs_of_loop[loop];
@@ -326,7 +326,7 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
                 inside = inside || std::find(loops.begin(), loops.end(), l) != loops.end();
             }
             user_assert(inside)
-                << "alcop::pipeline(" << f << ", Level::Register): " << f << " is read after the loop that "
+                << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is read after the loop that "
                 << "produces it; its slots rotate, so only that loop may read it.\n";
         }
     }

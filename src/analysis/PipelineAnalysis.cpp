@@ -16,6 +16,62 @@ std::string describe_loop(const For *loop) {
     return "the serial loop " + loop->name;
 }
 
+namespace {
+
+/** `name` without the uniquifying suffixes (`$` and digits) Halide appends. */
+std::string without_unique_suffixes(const std::string &name) {
+    std::string out;
+    for (size_t i = 0; i < name.size(); i++) {
+        if (name[i] == '$' && i + 1 < name.size() && isdigit((unsigned char)name[i + 1])) {
+            while (i + 1 < name.size() && isdigit((unsigned char)name[i + 1])) i++;
+            continue;
+        }
+        out += name[i];
+    }
+    return out;
+}
+
+/** The user's spelling of a name without suffixes: Func::in() wrappers are "<f>_global_wrapper",
+ * "<f>_in_<g>" and "<f>_clone_in_<g>" (Halide 14's Func.cpp), and an ImageParam's Func is
+ * "<name>_im". */
+std::string spelled(const std::string &name, bool *is_wrapper) {
+    auto ends_with = [&](const std::string &suffix) {
+        return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    auto wrapped = [&](const std::string &base) {
+        *is_wrapper = true;
+        const bool image = base.size() > 3 && base.compare(base.size() - 3, 3, "_im") == 0;
+        bool inner = false;
+        return image ? base.substr(0, base.size() - 3) : spelled(base, &inner);
+    };
+    const std::string global = "_global_wrapper";
+    if (ends_with(global)) {
+        return wrapped(name.substr(0, name.size() - global.size())) + ".in()";
+    }
+    for (const std::string &sep : {std::string("_clone_in_"), std::string("_in_")}) {
+        const size_t at = name.rfind(sep);
+        if (at != std::string::npos && at > 0 && at + sep.size() < name.size()) {
+            const std::string method = sep == "_in_" ? ".in(" : ".clone_in(";
+            return wrapped(name.substr(0, at)) + method + name.substr(at + sep.size()) + ")";
+        }
+    }
+    return name;
+}
+
+}  // namespace
+
+std::string user_name(const std::string &func) {
+    bool is_wrapper = false;
+    return spelled(without_unique_suffixes(func), &is_wrapper);
+}
+
+std::string pipeline_call(const std::string &func, Level level) {
+    bool is_wrapper = false;
+    std::string call = "alcop::pipeline(" + spelled(without_unique_suffixes(func), &is_wrapper);
+    call += level == Level::Register ? ", Level::Register)" : ")";
+    return is_wrapper ? call + " (on Halide's " + func + ")" : call;
+}
+
 bool is_barrier(const Stmt &s) {
     const Evaluate *e = s.as<Evaluate>();
     const Call *c = e ? e->value.as<Call>() : nullptr;
@@ -101,6 +157,21 @@ ByteRange byte_range(const Expr &index, const Type &t, const KernelContext &ctx)
     return r;
 }
 
+bool has_gpu_blocks(const Stmt &s) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            found = found || op->for_type == ForType::GPUBlock;
+            IRVisitor::visit(op);
+        }
+
+    public:
+        bool found = false;
+    } finder;
+    s.accept(&finder);
+    return finder.found;
+}
+
 /** Where each requested Func is produced and consumed, and the context at each serial loop. */
 class FindStreamingLoops : public KernelContextVisitor {
     using KernelContextVisitor::visit;
@@ -143,13 +214,21 @@ class FindStreamingLoops : public KernelContextVisitor {
         if (it != requests.end()) {
             const std::string &f = op->name;
             if (op->is_producer) {
+                user_assert(kernel_depth > 0 || !has_gpu_blocks(op->body))
+                    << pipeline_call(f) << ": " << user_name(f) << " is computed in a GPU kernel of its own, "
+                    << "at the block level: its gpu_blocks loops run inside its production (it is that "
+                    << "kernel's output), so no serial loop of the kernel is around it. Pipeline the tiles "
+                    << "the kernel stages instead: a Func (e.g. an input's in()) computed at a serial "
+                    << "(reduction) loop inside the kernel, with store_in(MemoryType::GPUShared).\n";
                 user_assert(kernel_depth > 0)
-                    << "alcop::pipeline(" << f << "): " << f << " is not computed inside a GPU kernel. "
-                    << "Pipelining needs " << f << " computed inside a serial loop under gpu_blocks.\n";
-                user_assert(!serial.empty())
-                    << "alcop::pipeline(" << f << "): " << f << " is computed at the GPU block level, "
-                    << "not inside a serial loop. compute_at() it inside the serial (reduction) loop "
-                    << "whose iterations it should be prefetched across.\n";
+                    << pipeline_call(f) << ": " << user_name(f) << " is not computed inside a GPU kernel. "
+                    << "Pipelining needs " << user_name(f) << " computed inside a serial loop under gpu_blocks.\n";
+                if (serial.empty()) {
+                    // An error, told apart below by how often it happens (see produced_at_block_level).
+                    produced_at_block_level[f]++;
+                    IRVisitor::visit(op);
+                    return;
+                }
                 produced_in[f].push_back(serial.back());
             } else {
                 consumed_in[f].push_back(serial);
@@ -169,6 +248,9 @@ public:
     std::map<const For *, const Allocate *> entry_allocation;
     std::map<std::string, std::vector<const For *>> produced_in;
     std::map<std::string, std::vector<std::vector<const For *>>> consumed_in;
+    /** Produce nodes of each Func in a kernel but in no serial loop: one means it is computed
+     * at the block level; more, that the loop it is computed at was unrolled. */
+    std::map<std::string, int> produced_at_block_level;
 };
 
 /** One Load or Store of the shared allocation inside the streaming loop. */
@@ -274,7 +356,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
         for (const Access &a : c.accesses) {
             if (a.is_store && pipelined.count(a.producing)) {
                 user_assert(produced.empty() || produced == a.producing)
-                    << "alcop::pipeline(" << a.producing << "): " << a.producing << " and " << produced
+                    << pipeline_call(a.producing) << ": " << user_name(a.producing) << " and " << user_name(produced)
                     << " are produced by one statement of " << describe_loop(loop)
                     << "; give each its own compute_at() so that each can be prefetched.\n";
                 produced = a.producing;
@@ -284,12 +366,13 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
             result.body.roles.push_back(StmtRole::Barrier);
         } else if (!produced.empty() || !first_produced(s, pipelined).empty()) {
             user_assert(!produced.empty())
-                << "alcop::pipeline(" << first_produced(s, pipelined) << "): " << first_produced(s, pipelined)
+                << pipeline_call(first_produced(s, pipelined)) << ": " << user_name(first_produced(s, pipelined))
                 << " does not store into the kernel's GPU shared allocation in " << describe_loop(loop)
                 << ". Level::Shared needs store_in(MemoryType::GPUShared).\n";
             user_assert(!buffers.count(produced))
-                << "alcop::pipeline(" << produced << "): " << produced << " is produced more than once in "
-                << describe_loop(loop) << ".\n";
+                << pipeline_call(produced) << ": " << user_name(produced) << " is produced more than once in "
+                << describe_loop(loop) << ". Was a loop inside it, the one it is computed at, unrolled? Leave "
+                << "that loop serial: the pass pipelines its iterations, which unrolling removes.\n";
             StagedBuffer b;
             b.func = produced;
             b.stages = requests.at(produced).stages;
@@ -297,11 +380,11 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
             b.end = std::numeric_limits<int64_t>::min();
             for (const Access &a : c.accesses) {
                 user_assert(a.producing == produced && a.is_store)
-                    << "alcop::pipeline(" << produced << "): the producer of " << produced
+                    << pipeline_call(produced) << ": the producer of " << user_name(produced)
                     << " reads GPU shared memory. A pipelined producer may only read global memory: "
                     << "its copy of iteration k + stages - 1 runs before the consumers of iteration k.\n";
                 user_assert(a.range.known)
-                    << "alcop::pipeline(" << produced << "): the place of " << produced
+                    << pipeline_call(produced) << ": the place of " << user_name(produced)
                     << "'s tile in shared memory changes with the iterations of " << describe_loop(loop)
                     << " or has no constant bounds. Pipelining needs a tile of constant size and place; "
                     << "split the reduction exactly (e.g. RDom(0, tile, 0, count)) instead of guarding a tail.\n";
@@ -309,7 +392,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 b.end = std::max(b.end, a.range.hi + 1);
             }
             user_assert(c.stored.empty())
-                << "alcop::pipeline(" << produced << "): the producer of " << produced << " also writes "
+                << pipeline_call(produced) << ": the producer of " << user_name(produced) << " also writes "
                 << *c.stored.begin() << "; a pipelined producer may only write its own shared tile.\n";
             debug(2) << "alcop: " << produced << " occupies bytes [" << b.begin << ", " << b.end << ") of "
                      << alloc->name << " in " << describe_loop(loop) << "\n";
@@ -327,8 +410,8 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
         if (result.body.roles[i] != StmtRole::Producer) continue;
         for (const std::string &name : collected[i].loaded) {
             user_assert(!stored_in_loop.count(name))
-                << "alcop::pipeline(" << result.body.produced[i] << "): the producer of "
-                << result.body.produced[i] << " reads " << name << ", which " << describe_loop(loop)
+                << pipeline_call(result.body.produced[i]) << ": the producer of "
+                << user_name(result.body.produced[i]) << " reads " << name << ", which " << describe_loop(loop)
                 << " writes. Prefetching it would read a value before it is written.\n";
         }
     }
@@ -336,7 +419,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
     for (const auto &a : buffers) {
         for (const auto &b : buffers) {
             user_assert(a.first == b.first || a.second.end <= b.second.begin || b.second.end <= a.second.begin)
-                << "alcop::pipeline(" << a.first << "): the shared tiles of " << a.first << " and " << b.first
+                << pipeline_call(a.first) << ": the shared tiles of " << user_name(a.first) << " and " << user_name(b.first)
                 << " cannot be told apart (their bounded ranges, bytes [" << a.second.begin << ", " << a.second.end
                 << ") and [" << b.second.begin << ", " << b.second.end << "), overlap). This happens when a "
                 << "tile's copy is guarded by a thread predicate that is not a whole number of rows of the "
@@ -360,10 +443,10 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 const StagedBuffer &buf = b.second;
                 if (!a.range.known || a.range.overlaps(buf.begin, buf.end)) {
                     user_assert(a.range.known && a.range.inside(buf.begin, buf.end))
-                        << "alcop::pipeline(" << buf.func << "): an access to shared memory in "
+                        << pipeline_call(buf.func) << ": an access to shared memory in "
                         << describe_loop(loop) << " " << (a.range.known ? "overlaps" : "cannot be bounded against")
-                        << " the tile of " << buf.func << " without lying inside it, so it cannot be "
-                        << "told apart from " << buf.func << ".\n";
+                        << " the tile of " << user_name(buf.func) << " without lying inside it, so it cannot be "
+                        << "told apart from " << user_name(buf.func) << ".\n";
                     found = buf.func;
                 }
             }
@@ -372,10 +455,10 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 continue;
             }
             user_assert(!a.is_store)
-                << "alcop::pipeline(" << found << "): " << found << " is written outside its producer "
+                << pipeline_call(found) << ": " << user_name(found) << " is written outside its producer "
                 << "in " << describe_loop(loop) << ".\n";
             user_assert(seen_produced.count(found))
-                << "alcop::pipeline(" << found << "): " << found << " is read in " << describe_loop(loop)
+                << pipeline_call(found) << ": " << user_name(found) << " is read in " << describe_loop(loop)
                 << " before it is produced there.\n";
             owner[a.node] = found;
         }
@@ -383,7 +466,7 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
 
     for (const std::string &f : funcs) {
         user_assert(buffers.count(f))
-            << "alcop::pipeline(" << f << "): " << f << " is not stored in the kernel's GPU shared memory. "
+            << pipeline_call(f) << ": " << user_name(f) << " is not stored in the kernel's GPU shared memory. "
             << "Level::Shared needs store_in(MemoryType::GPUShared).\n";
         result.buffers.push_back(buffers.at(f));
     }
@@ -404,14 +487,24 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
 
     FindStreamingLoops finder(requests);
     s.accept(&finder);
+    for (const auto &b : finder.produced_at_block_level) {
+        const std::string &f = b.first;
+        user_assert(b.second == 1)
+            << pipeline_call(f) << ": " << user_name(f) << " is produced " << b.second << " times at the GPU "
+            << "block level, in no serial loop. Was the loop it is computed at unrolled? Leave that loop "
+            << "serial: the pass pipelines its iterations, which unrolling removes.\n";
+        user_error << pipeline_call(f) << ": " << user_name(f) << " is computed at the GPU block level, "
+                   << "not inside a serial loop. compute_at() it inside the serial (reduction) loop "
+                   << "whose iterations it should be prefetched across.\n";
+    }
 
     // Group the requested Funcs by streaming loop, and the loops by allocation.
     std::map<const For *, std::vector<std::string>> funcs_of_loop;
     for (const auto &r : requests) {
         auto it = finder.produced_in.find(r.first);
         user_assert(it != finder.produced_in.end())
-            << "alcop::pipeline(" << r.first << "): " << r.first << " is not produced in the lowered "
-            << "pipeline (is it inlined, or not part of this Pipeline?). Pipelining needs " << r.first
+            << pipeline_call(r.first) << ": " << user_name(r.first) << " is not produced in the lowered "
+            << "pipeline (is it inlined, or not part of this Pipeline?). Pipelining needs " << user_name(r.first)
             << " computed inside a serial loop under gpu_blocks.\n";
         for (const For *loop : it->second) {
             auto &funcs = funcs_of_loop[loop];
@@ -425,7 +518,7 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
                 inside = inside || std::find(loops.begin(), loops.end(), l) != loops.end();
             }
             user_assert(inside)
-                << "alcop::pipeline(" << r.first << "): " << r.first << " is read after the loop that "
+                << pipeline_call(r.first) << ": " << user_name(r.first) << " is read after the loop that "
                 << "produces it; its slots rotate, so only that loop may read it (compute_at and store_at "
                 << "it inside the loop).\n";
         }
@@ -436,7 +529,7 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
         if (l == funcs_of_loop.end()) continue;
         const Allocate *alloc = finder.entry_allocation.at(loop);
         user_assert(alloc)
-            << "alcop::pipeline(" << l->second.front() << "): " << l->second.front() << " is not stored in "
+            << pipeline_call(l->second.front()) << ": " << user_name(l->second.front()) << " is not stored in "
             << "GPU shared memory. Level::Shared needs store_in(MemoryType::GPUShared).\n";
         auto k = std::find_if(result.kernels.begin(), result.kernels.end(),
                               [&](const KernelPipelines &k) { return k.allocation == alloc; });
@@ -445,6 +538,10 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
             k = result.kernels.end() - 1;
             k->allocation = alloc;
             k->device = finder.loop_device.at(loop);
+            if (alloc->extents.size() == 1) {
+                const Expr bytes = simplify(alloc->extents[0] * alloc->type.bytes());
+                if (const int64_t *b = as_const_int(bytes)) k->allocation_bytes = *b;
+            }
         }
         k->loops.push_back(analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second,
                                         result.owner, k->has_other_buffers));

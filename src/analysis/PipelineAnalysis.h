@@ -63,6 +63,8 @@ struct PipelineLoop {
 struct KernelPipelines {
     Halide::DeviceAPI device = Halide::DeviceAPI::None;  ///< of the kernel's gpu_block loops
     const Halide::Internal::Allocate *allocation = nullptr;
+    /** The allocation's size in bytes before the rewrite; -1 when it is not a constant. */
+    int64_t allocation_bytes = -1;
     std::vector<PipelineLoop> loops;
     /** Some access to the allocation belongs to no pipelined buffer, so the allocation's
      * current layout must be kept and the slots go after it. */
@@ -95,6 +97,16 @@ bool is_barrier(const Halide::Internal::Stmt &s);
 
 /** How the user errors name a loop: "the serial loop <name>". */
 std::string describe_loop(const Halide::Internal::For *loop);
+
+/** How the user errors name a Func: as the user wrote it. Halide uniquifies names (`A2$0`
+ * for `A2` in a Generator) and names the wrappers of Func::in() after what they wrap
+ * (`A_im_global_wrapper$0` for `A.in()` on an ImageParam A, `A_in_prod` for `A.in(prod)`). */
+std::string user_name(const std::string &func);
+
+/** How a user error starts: the call the user wrote, "alcop::pipeline(A.in())" (with
+ * ", Level::Register" for that level), followed, for a wrapper, by Halide's name of it, which
+ * is what Halide's own messages and the lowered IR show. */
+std::string pipeline_call(const std::string &func, Level level = Level::Shared);
 
 }  // namespace alcop
 

@@ -111,6 +111,13 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     if (choice.exact == 0) {
         warnings.push_back("no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
     }
+    if (r.chosen.limits == model::RuntimeLimits::OptIn) {
+        // The pass checks the kernel against the launch limits; these are the ones the model
+        // chose under (the app links apps/common/CudaOptIn), above the defaults.
+        schedule.set_launch_limits(r.chosen.smem_limit, r.chosen.register_limit,
+                                   "The launch limits the model chose under: " + r.gpu->name +
+                                       "'s opt-in maximum (the app links apps/common/CudaOptIn).");
+    }
     const Chunking chunking = schedule_contraction(schedule, *c, m, warnings);
     r.k_chunked = chunking.k_chunked;
     r.k_condition = chunking.condition;

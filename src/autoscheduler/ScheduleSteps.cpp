@@ -409,7 +409,11 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::string &comment) {
 }
 
 void Schedule::enable() {
-    add(Step{Step::Kind::Enable});
+    Step s{Step::Kind::Enable};
+    s.shared_memory_limit = launch_limits.shared_memory_bytes;
+    s.register_limit = launch_limits.registers;
+    s.comment = launch_limits.why;
+    add(std::move(s));
 }
 
 Func Schedule::handle(FuncRef f) const {
@@ -469,7 +473,15 @@ void Schedule::add(Step step) {
         alcop::autoscheduler::clamp_to_input_bounds(handle(step.func));
         break;
     case Step::Kind::Enable:
-        alcop::enable(p, target);
+        if (step.shared_memory_limit || step.register_limit) {
+            alcop::Options options;
+            options.target = target;
+            options.shared_memory_limit = step.shared_memory_limit;
+            options.register_limit = step.register_limit;
+            alcop::enable(p, options);
+        } else {
+            alcop::enable(p, target);
+        }
         break;
     }
     steps.push_back(std::move(step));
@@ -512,7 +524,15 @@ std::string Schedule::source(const std::string &header) const {
             body << "alcop::autoscheduler::clamp_to_input_bounds(" << names.func(step.func) << ");\n";
             break;
         case Step::Kind::Enable:
-            body << "alcop::enable(pipeline, target);\n";
+            if (step.shared_memory_limit || step.register_limit) {
+                body << "alcop::Options options;\n"
+                     << "options.target = target;\n"
+                     << "options.shared_memory_limit = " << step.shared_memory_limit << ";\n"
+                     << "options.register_limit = " << step.register_limit << ";\n"
+                     << "alcop::enable(pipeline, options);\n";
+            } else {
+                body << "alcop::enable(pipeline, target);\n";
+            }
             break;
         }
     };

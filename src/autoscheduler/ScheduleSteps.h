@@ -120,6 +120,9 @@ struct Step {
     FuncRef func;
     int value = 0;       ///< Pipeline: the stages
     bool register_level = false;
+    // Enable: alcop::Options' limits (0: the target's defaults, and plain enable(pipeline, target))
+    int64_t shared_memory_limit = 0;
+    int register_limit = 0;
     /** Printed on a line of its own before the statement. */
     std::string comment;
 };
@@ -187,7 +190,13 @@ public:
 
     void pipeline(FuncRef f, int stages, bool register_level = false);
     void clamp_to_input_bounds(FuncRef f, const std::string &comment);
+    /** alcop::enable, with the launch limits set by set_launch_limits() if any. */
     void enable();
+    /** The pass checks the kernels against these (alcop::Options::shared_memory_limit and
+     * register_limit): the limits the model chose under, when they are not the defaults. */
+    void set_launch_limits(int64_t shared_memory_bytes, int registers, const std::string &why) {
+        launch_limits = {shared_memory_bytes, registers, why};
+    }
 
     /** Applies `step` and keeps it. */
     void add(Step step);
@@ -205,6 +214,11 @@ public:
     static std::string sanitize(const std::string &name);
 
 private:
+    struct {
+        int64_t shared_memory_bytes = 0;
+        int registers = 0;
+        std::string why;
+    } launch_limits;
     friend class Chain;
     Halide::Pipeline p;
     Halide::Target target;

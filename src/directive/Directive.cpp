@@ -1,6 +1,7 @@
 #include "alcop/Directive.h"
 
 #include "Error.h"
+#include "analysis/PipelineAnalysis.h"
 #include "copy/CopyLowering.h"
 #include "directive/Requests.h"
 #include "directive/TestHooks.h"
@@ -41,10 +42,10 @@ const char *to_string(Level level) {
 
 Halide::Func pipeline(Halide::Func f, int stages, Level level) {
     user_assert(stages >= 1)
-        << "alcop::pipeline(" << f.name() << ", " << stages << "): the number of stages must be at "
+        << "alcop::pipeline(" << user_name(f.name()) << ", " << stages << "): the number of stages must be at "
         << "least 1 (1 means no pipelining).\n";
     user_assert(f.defined())
-        << "alcop::pipeline(" << f.name() << "): the Func has no definition.\n";
+        << "alcop::pipeline(" << user_name(f.name()) << "): the Func has no definition.\n";
     std::ostringstream tag;
     tag << tag_prefix << stages << " " << to_string(level);
     f.add_trace_tag(tag.str());
@@ -96,13 +97,23 @@ bool uses_async_copies(const Target &target, CopyKind copies) {
     return copy_kind_for(DeviceAPI::CUDA, target, copies) == CopyKind::Async;
 }
 
+bool operator==(const Options &a, const Options &b) {
+    return a.target == b.target && a.copies == b.copies && a.shared_memory_limit == b.shared_memory_limit &&
+           a.register_limit == b.register_limit;
+}
+
 void enable(Pipeline p, const Options &options) {
     testing::enable(std::move(p), options, testing::Hooks());
 }
 
 void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
     for (const CustomLoweringPass &pass : p.custom_lowering_passes()) {
-        if (dynamic_cast<LowerPipelines *>(pass.pass)) return;
+        if (auto *installed = dynamic_cast<LowerPipelines *>(pass.pass)) {
+            // The last call wins, and what was compiled before may be stale.
+            installed->set_options(options, hooks);
+            p.invalidate_cache();
+            return;
+        }
     }
     std::vector<Function> outputs;
     for (const Halide::Func &f : p.outputs()) {

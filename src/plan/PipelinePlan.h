@@ -11,9 +11,13 @@
  * Layout. Slots are 16-byte aligned apart (the cp.async unit), and slot 0 keeps the tile's
  * old offset modulo 16, so every alignment fact Halide proved about an access stays true.
  * When every access to the allocation, anywhere in the kernel, belongs to a pipelined buffer,
- * the slots are packed from the start of the allocation. Otherwise the old layout is kept
- * (another buffer may be live across the loop) and the slots are appended after it. Loops of one kernel run one
- * after the other, so each loop's slots start at the same anchor.
+ * the slots are packed from the start of the allocation. Otherwise the other buffers keep
+ * their place (one may be live across the loop), and each buffer's slots go into the first
+ * bytes free during its loop that hold them: the old ranges of the loop's tiles, which nothing
+ * else uses then, and past the old end (a tile range that reaches the end runs on past it, so
+ * a kernel whose tiles Halide laid out last, after a buffer live across the loop, grows by
+ * only the extra stages). When the old size is not a constant, the slots are appended after
+ * it. Loops of one kernel run one after the other, so each loop lays out its slots alone.
  *
  * The plan holds no IR and can be unit-tested on its own.
  */
@@ -40,18 +44,23 @@ struct BufferPlan {
 struct LoopPlan {
     std::vector<BufferPlan> buffers;
     int max_prefetch_distance = 0;
-    int64_t bytes = 0;  ///< bytes of all slots of this loop
+    int64_t bytes = 0;  ///< one past the last byte of this loop's slots, from the anchor
 };
 
 enum class Anchor {
-    AllocationStart,  ///< bases count from byte 0 (packed)
-    AfterOldData      ///< bases count from the old size rounded up to slot_alignment (appended)
+    AllocationStart,  ///< bases count from byte 0 (packed, or into the free bytes)
+    AfterOldData      ///< bases count from the old size rounded up to slot_alignment (appended;
+                      ///< only when that size is not a constant)
 };
 
 struct KernelPlan {
     Anchor anchor = Anchor::AllocationStart;
     std::vector<LoopPlan> loops;  ///< parallel to KernelPipelines::loops
     int64_t slot_bytes = 0;       ///< max over loops of LoopPlan::bytes
+    /** The allocation's size after the rewrite, in bytes; when the old size is not a constant
+     * (total_known false), what the slots alone need, a lower bound. */
+    int64_t total_bytes = 0;
+    bool total_known = false;
 };
 
 KernelPlan plan_kernel(const KernelPipelines &kernel);

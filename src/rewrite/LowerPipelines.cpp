@@ -10,9 +10,12 @@
 #include "rewrite/PipelineFragments.h"
 
 #include "Error.h"
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
 
 #include <numeric>
 #include <set>
+#include <sstream>
 
 namespace alcop {
 
@@ -20,6 +23,10 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 namespace {
+
+/** Prologues that prefetch further ahead are emitted as loops (InjectPipelines::prologue_loop);
+ * the stage counts schedules use (up to 16, the generators' limit) stay unrolled. */
+constexpr int max_unrolled_prologue = 15;
 
 Stmt make_barrier() {
     return Evaluate::make(Call::make(Int(32), Call::gpu_thread_barrier,
@@ -218,10 +225,16 @@ class InjectPipelines : public IRMutator {
         };
 
         std::vector<Stmt> prologue{make_barrier()};
-        for (int p = 0; p < plan.max_prefetch_distance; p++) {
-            std::vector<Stmt> after;
-            copy_step(true, p, prologue, after);
-            prologue.insert(prologue.end(), after.begin(), after.end());
+        // A test's copy lowering (testing::Hooks::copies, e.g. the async emulation) may keep
+        // state per step, which a loop would share between the steps.
+        if (plan.max_prefetch_distance <= max_unrolled_prologue || hooks.copies) {
+            for (int p = 0; p < plan.max_prefetch_distance; p++) {
+                std::vector<Stmt> after;
+                copy_step(true, p, prologue, after);
+                prologue.insert(prologue.end(), after.begin(), after.end());
+            }
+        } else {
+            prologue.push_back(prologue_loop(op, plan, producer));
         }
         publish_next_tile(prologue, false);
         if (war_fault) {
@@ -279,6 +292,27 @@ class InjectPipelines : public IRMutator {
             result = with_registers(r.name, r.type, r.elements, result);
         }
         return result;
+    }
+
+    /** The prologue of a loop that prefetches many tiles ahead, as a loop: step p copies tile
+     * min + p of each buffer with p < d_P and commits. Unrolled, thousands of steps would nest
+     * as deep in Blocks, deeper than the recursion of the passes after this one can go. */
+    Stmt prologue_loop(const For *op, const LoopPlan &plan, const std::map<std::string, Stmt> &producer) {
+        const std::string name = op->name + ".prologue";
+        const Expr p = Variable::make(Int(32), name);
+        std::vector<Stmt> step;
+        for (const BufferPlan &b : plan.buffers) {
+            const Expr tile = op->min + p;
+            IssuedCopy c = copies->issue(substitute(op->name, tile, producer.at(b.func)),
+                                         simplify(tile < op->min + op->extent), false);
+            Stmt copy = sequence({c.before_compute, c.after_compute});
+            if (b.prefetch_distance < plan.max_prefetch_distance) {
+                copy = IfThenElse::make(p < b.prefetch_distance, copy);
+            }
+            step.push_back(copy);
+        }
+        step.push_back(copies->commit());
+        return For::make(name, 0, plan.max_prefetch_distance, ForType::Serial, DeviceAPI::None, sequence(step));
     }
 
     /** The last consumer statement of a pipelined loop. When it is a fragment loop under
@@ -353,7 +387,7 @@ public:
     void warn_uncomposed() const {
         for (const auto &o : one_step_bodies) {
             if (composed_one_steps.count(o.second)) continue;
-            user_warning << "alcop::pipeline(" << o.second->fragments.front().func << ", Level::Register): "
+            user_warning << pipeline_call(o.second->fragments.front().func, Level::Register) << ": "
                          << "it is produced once per iteration of the loop " << o.second->loop->name
                          << " of the shared level, outside that loop's last consumer or with a consumer that "
                          << "reads shared memory, so its register stages cannot compose with the shared ones; "
@@ -384,6 +418,120 @@ public:
     }
 };
 
+/** The shared memory a block may use (Options::shared_memory_limit, in Directive.h), and why. */
+int64_t shared_memory_limit(const Options &options, DeviceAPI device, std::string *why) {
+    if (options.shared_memory_limit > 0) {
+        *why = "set by alcop::Options::shared_memory_limit";
+        return options.shared_memory_limit;
+    }
+    if (device == DeviceAPI::CUDA) {
+        *why = "the default for CUDA: Halide 14's runtime launches kernels without the shared-memory opt-in";
+    } else if (device == DeviceAPI::OpenCL) {
+        *why = "the default for OpenCL, whose device's local memory size is not known at compile time";
+    } else {
+        *why = "the default for GPU kernels";
+    }
+    return model::smem_limit_bytes(model::default_gpu(), model::RuntimeLimits::HalideDefault);
+}
+
+/** More than any GPU gives a thread (255 on NVIDIA's, 512 with the accumulation registers of
+ * AMD's CDNA). */
+constexpr int max_registers_per_thread = 512;
+
+/** How far a kernel on `device` may raise its shared-memory limit. */
+std::string raise_shared_hint(DeviceAPI device) {
+    std::ostringstream hint;
+    if (device == DeviceAPI::CUDA) {
+        hint << ": an app that links apps/common/CudaOptIn may use its GPU's opt-in maximum ("
+             << model::default_gpu().smem_per_block_optin << " bytes on the " << model::default_gpu().name << ")";
+    } else if (device == DeviceAPI::OpenCL) {
+        hint << ": up to the device's CL_DEVICE_LOCAL_MEM_SIZE";
+    }
+    return hint.str();
+}
+
+/** The registers per thread the register slots of one loop may take (Options::register_limit). */
+int register_limit(const Options &options, std::string *why) {
+    // The check bounds the register stages, and with them what the rewrite unrolls.
+    user_assert(options.register_limit <= max_registers_per_thread)
+        << "alcop::Options::register_limit is " << options.register_limit << ", but no GPU gives a thread more "
+        << "than " << max_registers_per_thread << " registers.\n";
+    if (options.register_limit > 0) {
+        *why = "set by alcop::Options::register_limit";
+        return options.register_limit;
+    }
+    if (options.target.has_feature(Target::CUDA)) {
+        *why = "the default for CUDA: Halide 14's runtime caps every kernel at that many registers per thread";
+        return model::register_limit(model::default_gpu(), model::RuntimeLimits::HalideDefault);
+    }
+    *why = "the default: the most a thread of any GPU the model knows holds before it spills";
+    return model::default_gpu().max_registers_per_thread;
+}
+
+/** Every pipelined kernel's shared memory and every fragment loop's register slots within the
+ * limits, checked before anything is built: a kernel that needs more fails only at launch, and
+ * a prologue of a huge stage count would take the compiler down first. */
+void check_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
+                  const std::vector<FragmentLoop> &fragments, const Options &options) {
+    for (size_t i = 0; i < plans.size(); i++) {
+        const KernelPlan &plan = plans[i];
+        std::string why;
+        const int64_t limit = shared_memory_limit(options, analysis.kernels[i].device, &why);
+        if (plan.total_bytes <= limit) continue;
+        std::ostringstream funcs, slots;
+        std::set<std::string> named;
+        int64_t largest_loop = 0;  // the bytes of the slots of the loop that has the most
+        for (const LoopPlan &l : plan.loops) {
+            int64_t bytes = 0;
+            for (const BufferPlan &b : l.buffers) {
+                bytes += b.stages * b.slot_bytes;
+            }
+            largest_loop = std::max(largest_loop, bytes);
+            for (const BufferPlan &b : l.buffers) {
+                if (!named.insert(b.func).second) continue;
+                funcs << (named.size() > 1 ? ", " : "") << user_name(b.func);
+                slots << (named.size() > 1 ? ", " : "") << user_name(b.func) << ": " << b.stages << " stages x "
+                      << b.slot_bytes << " bytes";
+            }
+        }
+        user_error << "alcop::pipeline(" << funcs.str() << "): the GPU kernel that pipelines "
+                   << (named.size() > 1 ? "them" : "it") << " would need " << (plan.total_known ? "" : "at least ")
+                   << plan.total_bytes << " bytes of shared memory per block (" << slots.str()
+                   << (plan.total_known && plan.total_bytes > largest_loop ?
+                           ", and " + std::to_string(plan.total_bytes - largest_loop) +
+                               " bytes of the kernel's other data and alignment" :
+                           "")
+                   << "), more than the limit of " << limit << " bytes (" << why << "). Use fewer stages or smaller "
+                   << "tiles, or raise the limit with alcop::Options::shared_memory_limit if the kernel may use "
+                   << "more" << raise_shared_hint(analysis.kernels[i].device) << ".\n";
+    }
+    for (const FragmentLoop &l : fragments) {
+        std::string why;
+        const int limit = register_limit(options, &why);
+        int64_t registers = 0;
+        std::ostringstream funcs, slots;
+        for (const Fragment &f : l.fragments) {
+            const int64_t words = (f.storage->type.bytes() + 3) / 4;
+            registers += (int64_t)l.stages * f.elements * words;
+            const bool first = &f == &l.fragments.front();
+            funcs << (first ? "" : ", ") << user_name(f.func);
+            slots << (first ? "" : ", ") << user_name(f.func) << ": " << l.stages << " stages x " << f.elements
+                  << " x " << f.storage->type.bytes() << " bytes";
+        }
+        user_assert(registers <= limit)
+            << "alcop::pipeline(" << funcs.str() << ", Level::Register): the register slots in "
+            << describe_loop(l.loop) << " would take " << registers << " 32-bit registers per thread ("
+            << slots.str() << "), more than the limit of " << limit << " (" << why << "). Use fewer register "
+            << "stages or smaller fragments, or raise the limit with alcop::Options::register_limit if the "
+            << "kernel may use more"
+            << (options.target.has_feature(Target::CUDA) ?
+                    ": an app that links apps/common/CudaOptIn may use " +
+                        std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) :
+                    std::string())
+            << ".\n";
+    }
+}
+
 void add_function(const Function &f, std::map<std::string, Function> &env) {
     if (env.count(f.name())) return;
     env.emplace(f.name(), f);
@@ -408,7 +556,7 @@ void set_lowering_observer(LoweringObserver o) {
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options, hooks));
+    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options_, hooks));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);
@@ -453,6 +601,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k));
     }
+    check_limits(analysis, plans, fragments, options);
     InjectPipelines inject(analysis, plans, fragments, options, hooks);
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();

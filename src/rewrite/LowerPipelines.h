@@ -35,9 +35,14 @@
  * the CopyLowering's business; the registers it stages through are allocated around the loop.
  *
  * Register level (FragmentAnalysis.h, PipelineFragments.h): each fragment loop is unrolled
- * with its register slots. When it is the last consumer of a pipelined loop, it composes: the
- * wait and barrier that end iteration k move into its steps, just before the loads of tile
- * k + 1's first fragments, and its register prologue follows the shared one.
+ * with its register slots (a long one by groups of them). When it is the last consumer of a
+ * pipelined loop, it composes: the wait and barrier that end iteration k move into its steps,
+ * just before the loads of tile k + 1's first fragments, and its register prologue follows the
+ * shared one.
+ *
+ * A prologue that prefetches more than 15 tiles ahead is a loop over its steps rather than
+ * unrolled. Before building anything, the kernel's shared memory and each fragment loop's
+ * register slots are checked against Options::shared_memory_limit and register_limit.
  *
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */
@@ -68,16 +73,26 @@ std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Inter
 class LowerPipelines : public Halide::Internal::IRMutator {
 public:
     LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options, testing::Hooks hooks)
-        : outputs(std::move(outputs)), options(std::move(options)), hooks(std::move(hooks)) {
+        : outputs(std::move(outputs)), options_(std::move(options)), hooks(std::move(hooks)) {
     }
 
     /** Called once by Halide with the whole lowered pipeline. */
     Halide::Internal::Stmt mutate(const Halide::Internal::Stmt &s) override;
     using Halide::Internal::IRMutator::mutate;
 
+    const Options &options() const {
+        return options_;
+    }
+    /** For a later alcop::enable() on the same Pipeline: its Options (and test hooks) replace
+     * these. */
+    void set_options(const Options &options, const testing::Hooks &hooks) {
+        options_ = options;
+        this->hooks = hooks;
+    }
+
 private:
     std::vector<Halide::Internal::Function> outputs;
-    Options options;
+    Options options_;
     testing::Hooks hooks;
 };
 

@@ -10,6 +10,11 @@ using namespace Halide::Internal;
 
 namespace {
 
+/** Fragment loops of up to this many steps are unrolled whole; longer ones keep a loop (see
+ * Builder::build), so that a schedule's long reduction does not multiply the code by its
+ * trip count. The generators' chunks (tile_k up to 16) stay unrolled. */
+constexpr int max_unrolled_steps = 16;
+
 /** Moves every access to the registers of a fragment by a constant number of elements: into
  * a slot, or from one slot to another. */
 class ShiftRegisterAccesses : public IRMutator {
@@ -54,7 +59,7 @@ class Builder {
     const int steps, stages, distance;
 
     /** Piece i at step `step` of the loop, its fragment accesses in slot `slot`. */
-    Stmt at(size_t i, int step, int slot) const {
+    Stmt at(size_t i, const Expr &step, int slot) const {
         std::map<std::string, int64_t> shift;
         for (const Fragment &f : loop.fragments) {
             shift[f.storage->name] = slot * f.elements;
@@ -144,7 +149,32 @@ public:
         }
         const bool late_publish = fault == testing::Fault::FragmentBeforeBarrier;
         const int read_shift = fault == testing::Fault::SlotOffByOne ? 1 : 0;
-        for (int j = 0; j < steps; j++) {
+        // A long loop keeps a loop over groups of `stages` steps, unrolled within the group so
+        // that every slot index is still a constant; the steps after the last whole group whose
+        // prefetches stay inside the tile are unrolled one by one (they hold the composition's
+        // publication at step steps - distance and its loads of the next tile).
+        const int grouped = steps > max_unrolled_steps ? (steps - distance) / stages * stages : 0;
+        if (grouped > 0) {
+            const std::string name = loop.loop->name + ".slots";
+            const Expr group = Variable::make(Int(32), name);
+            std::vector<Stmt> steps_of_group;
+            for (int u = 0; u < stages; u++) {
+                const Expr j = group * stages + u;
+                for (size_t i = 0; i < pieces.size(); i++) {
+                    if (loop.body.roles[i] == StmtRole::Producer) {
+                        steps_of_group.push_back(at(i, j + distance, (u + distance) % stages));
+                    }
+                }
+                for (size_t i = 0; i < pieces.size(); i++) {
+                    if (loop.body.roles[i] == StmtRole::Compute) {
+                        steps_of_group.push_back(at(i, j, (u + read_shift) % stages));
+                    }
+                }
+            }
+            body.push_back(For::make(name, 0, grouped / stages, ForType::Serial, DeviceAPI::None,
+                                     Block::make(steps_of_group)));
+        }
+        for (int j = grouped; j < steps; j++) {
             const bool publish_here = shared && j == steps - distance;
             if (publish_here && !late_publish) {
                 body.push_back(shared->publish);

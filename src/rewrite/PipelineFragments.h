@@ -3,10 +3,12 @@
 
 /** \file
  * The register level of ALCOP: a fragment loop L (see FragmentAnalysis.h) with T steps and
- * fragments of R stages (prefetch distance d = R - 1) becomes T unrolled steps, in which
- * step j first loads the fragments of step j + d into slot (j + d) % R of their registers,
- * then computes step j from slot j % R. Unrolling makes every slot index a constant, so
- * the slots stay in registers.
+ * fragments of R stages (prefetch distance d = R - 1) becomes T steps, in which step j first
+ * loads the fragments of step j + d into slot (j + d) % R of their registers, then computes
+ * step j from slot j % R. Every slot index must be a constant, so that the slots stay in
+ * registers: a short loop (T <= 16) is unrolled whole; a longer one becomes a loop over
+ * G = (T - d) / R groups of R steps, unrolled within a group (step g R + u uses the slots
+ * (u + d) % R and u, constants), followed by the T - G R < 2 R remaining steps unrolled.
  *
  * Alone, L starts over in each iteration of the loop around it: the fragments of steps
  * 0 .. d-1 are loaded before step 0 (a register prologue).

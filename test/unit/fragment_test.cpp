@@ -39,6 +39,27 @@ TEST(RegisterLevel, TheWellFormedKernelIsUnrolledWithTwoSlots) {
     EXPECT_NE(text.str().find("F_regs[4]*F_regs[7]"), std::string::npos) << text.str();
 }
 
+// Issue #17, 5: a long fragment loop keeps a loop, unrolled by the register slots so that
+// every slot index stays a constant, instead of being unrolled whole.
+TEST(RegisterLevel, ALongLoopIsUnrolledOnlyByItsSlots) {
+    for (int stages : {2, 3}) {
+        Stmt s = kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment()), 128)), 1024);
+        std::ostringstream text;
+        text << alcop::inject_pipelines(s, {{"F", {stages, alcop::Level::Register}}});
+        const std::string ir = text.str();
+        // (128 - (stages - 1)) / stages whole groups in the loop, the remaining steps after it.
+        const int groups = (128 - (stages - 1)) / stages;
+        EXPECT_NE(ir.find("for (ki.slots, 0, " + std::to_string(groups) + ")"), std::string::npos) << ir;
+        // Within a group, step u computes from slot u: constant indices.
+        EXPECT_NE(ir.find("F_regs[0]*F_regs[3]"), std::string::npos) << ir;
+        EXPECT_NE(ir.find("F_regs[4]*F_regs[7]"), std::string::npos) << ir;
+        // Each step's compute appears once per group, once per remaining step: nowhere near 128.
+        size_t computes = 0;
+        for (size_t at = ir.find("acc[0] = "); at != std::string::npos; at = ir.find("acc[0] = ", at + 1)) computes++;
+        EXPECT_EQ(computes, (size_t)(stages + 128 - groups * stages)) << ir;
+    }
+}
+
 TEST(RegisterLevel, NotInsideTheThreads) {
     Stmt loop = fragment_registers(step_loop(Block::make(load_fragment(), use_fragment())));
     Stmt s = For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL,

@@ -4,12 +4,14 @@
 
 #include "Halide.h"
 
+#include "analysis/PipelineAnalysis.h"
 #include "directive/Requests.h"
 #include "rewrite/LowerPipelines.h"
 #include "SyntheticIR.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 
 using namespace Halide;
@@ -154,6 +156,177 @@ TEST(Misuse, GuardedReductionTailInARealSchedule) {
     } catch (const CompileError &e) {
         EXPECT_NE(std::string(e.what()).find("alcop::pipeline(P)"), std::string::npos) << e.what();
     }
+}
+
+
+// A real schedule as a user writes it: row sums of a 32-column A, each block of 16 rows staging
+// its chunk of 8 columns of A.in() in shared memory at the chunk loop r.y. Tests change it to
+// make one mistake each.
+struct RowSum {
+    ImageParam A{Float(32), 2, "A"};
+    Var y{"y"}, bx{"bx"}, tx{"tx"};
+    RDom r{0, 8, 0, 4, "r"};
+    Func staged, sum{"sum"}, out{"out"};
+    alcop::Options options;
+
+    explicit RowSum(bool staged_at_the_chunk_loop = true) {
+        staged = A.in();
+        sum(y) = 0.0f;
+        sum(y) += staged(r.y * 8 + r.x, y);
+        out(y) = sum(y);
+        out.gpu_tile(y, bx, tx, 16);
+        sum.compute_at(out, bx).gpu_threads(y);
+        sum.update().reorder(r.x, y, r.y).gpu_threads(y);
+        if (staged_at_the_chunk_loop) {
+            staged.compute_at(sum, r.y).store_in(MemoryType::GPUShared).gpu_threads(staged.args()[1]);
+        }
+        options.target = Target("host-opencl");
+    }
+
+    /** The user error compiling it raises, "" if none. */
+    std::string error(Pipeline p = Pipeline()) {
+        if (!p.defined()) {
+            p = Pipeline(out);
+            alcop::enable(p, options);
+        }
+        try {
+            p.compile_to_module(p.infer_arguments(), "row_sum", options.target);
+        } catch (const CompileError &e) {
+            return e.what();
+        }
+        return "";
+    }
+};
+
+TEST(Misuse, TheRowSumIsAccepted) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    EXPECT_EQ(s.error(), "");
+}
+
+// Issue #17, 1: the slots are checked against the shared memory a block may have, at compile
+// time and before anything is built, so that no stage count takes long or crashes.
+TEST(Misuse, SharedMemoryOverTheLimit) {
+    for (int stages : {1000, 1000000}) {
+        RowSum s;
+        s.options.target = Target("host-cuda-cuda_capability_80");
+        alcop::pipeline(s.staged, stages);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string error = s.error();
+        EXPECT_REJECTION(error, "alcop::pipeline(A.in())", "bytes of shared memory per block");
+        EXPECT_NE(error.find("A.in(): " + std::to_string(stages) + " stages x 512 bytes"), std::string::npos) << error;
+        EXPECT_NE(error.find("more than the limit of 49152 bytes (the default for CUDA"), std::string::npos) << error;
+        EXPECT_NE(error.find("alcop::Options::shared_memory_limit"), std::string::npos) << error;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << stages << " stages";
+    }
+    // OpenCL cannot ask the device at compile time: the documented default, and the option.
+    RowSum s;
+    alcop::pipeline(s.staged, 100);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "the default for OpenCL");
+    // The block's 16 sums stay in the allocation, before the slots (64 bytes).
+    s.options.shared_memory_limit = 100 * 512 + 64;
+    EXPECT_EQ(s.error(), "");
+}
+
+// A limit raised past any real GPU's lets a huge stage count through: it must still compile,
+// with a prologue that is a loop rather than a million nested statements.
+TEST(Misuse, AMillionSharedStagesUnderARaisedLimitDoNotCrash) {
+    RowSum s;
+    alcop::pipeline(s.staged, 1000000);
+    s.options.shared_memory_limit = int64_t(1) << 40;
+    EXPECT_EQ(s.error(), "");
+}
+
+Stmt fragment_kernel(int steps) {
+    return kernel(fragment_registers(
+                      For::make("ki", 0, steps, ForType::Serial, DeviceAPI::None,
+                                Block::make(produce("F", Block::make({store("F_regs", 0, load("S", var("ki"))),
+                                                                      store("F_regs", 3, load("S", var("ki") + 1))})),
+                                            use_fragment()))),
+                  (steps + 1));
+}
+
+TEST(Misuse, RegisterSlotsOverTheLimit) {
+    // 4 floats per slot: 2 stages take 8 registers; a million, over a loop long enough for them.
+    alcop::Options options;
+    options.register_limit = 7;
+    try {
+        alcop::inject_pipelines(fragment_kernel(8), {{"F", {2, alcop::Level::Register}}}, options);
+        FAIL() << "8 registers were accepted under a limit of 7";
+    } catch (const CompileError &e) {
+        EXPECT_REJECTION(std::string(e.what()), "alcop::pipeline(F, Level::Register)",
+                         "would take 8 32-bit registers per thread (F: 2 stages x 4 x 4 bytes), more than the limit of 7");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_REJECTION(rejection(fragment_kernel(1000000), {{"F", {1000000, alcop::Level::Register}}}),
+                     "alcop::pipeline(F, Level::Register)", "would take 4000000 32-bit registers per thread");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(Misuse, RegisterLimitPastAnyGpu) {
+    alcop::Options options;
+    options.register_limit = 100000;
+    try {
+        alcop::inject_pipelines(fragment_kernel(8), {{"F", {2, alcop::Level::Register}}}, options);
+        FAIL() << "a register limit of 100000 was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU gives a thread more than 512"), std::string::npos) << e.what();
+    }
+}
+
+// Issue #17, 2: an unrolled chunk loop is not "the block level".
+TEST(Misuse, UnrolledStreamingLoop) {
+    RowSum s;
+    s.sum.update().unroll(s.r.y);
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "is produced 4 times at the GPU block level, in no serial "
+                                                           "loop. Was the loop it is computed at unrolled?");
+}
+
+// Issue #17, 3: a second enable() with other Options is not dropped: the last call wins.
+TEST(Misuse, SecondEnableWithOtherOptionsWins) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    Pipeline p(s.out);
+    alcop::enable(p, s.options);
+    EXPECT_EQ(s.error(p), "");
+    alcop::Options async = s.options;
+    async.copies = alcop::CopyKind::Async;
+    alcop::enable(p, async);
+    EXPECT_NE(s.error(p).find("need a CUDA kernel and a target with cuda_capability_80"), std::string::npos);
+    alcop::enable(p, s.options);
+    EXPECT_EQ(s.error(p), "");
+    EXPECT_EQ(p.custom_lowering_passes().size(), 1u);
+}
+
+// Issue #17, 4: the Funcs are named as the user wrote them.
+TEST(Misuse, ErrorsNameFuncsAsTheUserWroteThem) {
+    EXPECT_EQ(alcop::user_name("A2$0"), "A2");
+    EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0"), "A.in()");
+    EXPECT_EQ(alcop::user_name("A_shared$1_in_prod$2"), "A_shared.in(prod)");
+    EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0_in_prod$3"), "A.in().in(prod)");
+    EXPECT_EQ(alcop::pipeline_call("A_im_global_wrapper$0"), "alcop::pipeline(A.in()) (on Halide's A_im_global_wrapper$0)");
+    EXPECT_EQ(alcop::pipeline_call("A2$0", alcop::Level::Register), "alcop::pipeline(A2, Level::Register)");
+    RowSum s;
+    s.staged.compute_at(s.out, s.bx);  // at the block level
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in()) (on Halide's A_im", "A.in() is computed at the GPU block level");
+}
+
+// Issue #17, 7: what is true of a kernel's output, and of a Func with a kernel of its own.
+TEST(Misuse, PipelinedKernelOutput) {
+    RowSum s;
+    alcop::pipeline(s.staged, 2);
+    alcop::pipeline(s.out, 3);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(out)", "out is computed in a GPU kernel of its own, at the block level");
+}
+
+TEST(Misuse, ComputeRootFuncWithAKernelOfItsOwn) {
+    RowSum s(false);
+    Var bx("bx2"), tx("tx2");
+    s.staged.compute_root().gpu_tile(s.staged.args()[1], bx, tx, 16);
+    alcop::pipeline(s.staged, 2);
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "A.in() is computed in a GPU kernel of its own, at the block level");
 }
 
 }  // namespace

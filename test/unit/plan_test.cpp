@@ -8,9 +8,11 @@ using namespace alcop;
 
 namespace {
 
-KernelPipelines kernel(std::vector<std::vector<StagedBuffer>> loops, bool has_other_buffers = false) {
+KernelPipelines kernel(std::vector<std::vector<StagedBuffer>> loops, bool has_other_buffers = false,
+                       int64_t allocation_bytes = -1) {
     KernelPipelines k;
     k.has_other_buffers = has_other_buffers;
+    k.allocation_bytes = allocation_bytes;
     for (auto &buffers : loops) {
         PipelineLoop l;
         l.buffers = buffers;
@@ -61,6 +63,33 @@ TEST(Plan, AppendsAfterOldDataWhenOtherBuffersShareTheAllocation) {
     EXPECT_EQ(p.anchor, Anchor::AfterOldData);
     EXPECT_EQ(p.loops[0].buffers[0].base, 0);
     EXPECT_EQ(p.slot_bytes, 1024);
+}
+
+// Issue #17, 6: a GEMV whose block keeps its accumulator (384 bytes) in the shared allocation
+// beside the tile of the matrix (8320 bytes, 2 stages); Halide lays the accumulator, live
+// across the loop, first. Appending the slots after both kept the tile's old bytes unused:
+// 8704 + 2 x 8320 = 25344 bytes. The slots now start where the tile did: 384 + 2 x 8320.
+TEST(Plan, SlotsReuseTheTilesOldBytesWhenOtherBuffersShareTheAllocation) {
+    KernelPlan p = plan_kernel(kernel({{{"A", 2, 384, 8704}}}, true, 8704));
+    EXPECT_EQ(p.anchor, Anchor::AllocationStart);
+    EXPECT_EQ(p.loops[0].buffers[0].base, 384);
+    EXPECT_EQ(p.total_bytes, 17024);
+    EXPECT_TRUE(p.total_known);
+    // Of unknown size, the old layout is kept and the slots appended, as before.
+    KernelPlan unknown = plan_kernel(kernel({{{"A", 2, 384, 8704}}}, true));
+    EXPECT_EQ(unknown.anchor, Anchor::AfterOldData);
+    EXPECT_FALSE(unknown.total_known);
+}
+
+TEST(Plan, SlotsFillTheHolesOfTilesThatHoldThem) {
+    // Other data at [0, 128) and [1152, 1280); A's tile (1024 bytes, 2 stages) at [128, 1152),
+    // B's (256 bytes, 3 stages) at [1280, 1536), the end. A's 2048 bytes of slots do not fit
+    // its old place and go from B's, which runs on past the end; B's 768 fit A's old place.
+    KernelPlan p = plan_kernel(kernel({{{"A", 2, 128, 1152}, {"B", 3, 1280, 1536}}}, true, 1536));
+    const auto &b = p.loops[0].buffers;
+    EXPECT_EQ(b[0].base, 1280);
+    EXPECT_EQ(b[1].base, 128);
+    EXPECT_EQ(p.total_bytes, 1280 + 2 * 1024);  // appended: 1536 + 2 x 1024 + 3 x 256 = 4352
 }
 
 TEST(Plan, LoopsOfOneKernelReuseTheSameSlots) {
