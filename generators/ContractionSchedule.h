@@ -11,7 +11,8 @@
 // (block_n / thread_n) threads, each a thread_m x thread_n register tile of prod. Each chunk
 // stages a_shared and b_shared in shared memory, copied by all threads `vector_width`
 // contiguous elements at a time along their first dimension, and both are pipelined by ALCOP
-// across the chunks with `stages_a` and `stages_b` slots.
+// across the chunks with `stages_a` and `stages_b` slots. With request_pipelines false the
+// schedule is the same but asks for nothing (for alcop::auto_pipeline to choose).
 
 #include "Halide.h"
 
@@ -29,7 +30,8 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
                                  const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                  const std::vector<Halide::RVar> &outer_reduction, const ContractionTiles &t,
-                                 int stages_a, int stages_b, int register_stages = 0) {
+                                 int stages_a, int stages_b, int register_stages = 0,
+                                 bool request_pipelines = true) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
@@ -76,7 +78,7 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
             for (const Var &v : frag.args()) {
                 frag.unroll(v);
             }
-            alcop::pipeline(frag, register_stages, alcop::Level::Register);
+            if (request_pipelines) alcop::pipeline(frag, register_stages, alcop::Level::Register);
         }
     }
 
@@ -96,7 +98,8 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
             .reorder(fx, fy, co)
             .gpu_threads(fx, fy)
             .unroll(co);
-        alcop::pipeline(f, stage_counts[operand++]);
+        if (request_pipelines) alcop::pipeline(f, stage_counts[operand]);
+        operand++;
     }
 }
 

@@ -34,6 +34,8 @@ public:
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     GeneratorParam<int> stride{"stride", 1, 1, 8};
     GeneratorParam<int> pad{"pad", 0, 0, 8};
+    // The same schedule without any alcop::pipeline() call, pipelined by alcop::auto_pipeline.
+    GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
     Input<Buffer<float>> input{"input", 4};    // (ci, x, y, n)
     Input<Buffer<float>> filter{"filter", 4};  // (co, ci, kx, ky)
@@ -84,8 +86,12 @@ public:
     void schedule() {
         const ContractionTiles tiles{block_m, block_n, thread_m, thread_n, vector_width};
         schedule_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w}, tiles, stages,
-                             stages, register_stages);
-        alcop::enable(get_pipeline(), get_target());
+                             stages, register_stages, !auto_pipeline);
+        if (auto_pipeline) {
+            alcop::auto_pipeline(get_pipeline(), get_target());
+        } else {
+            alcop::enable(get_pipeline(), get_target());
+        }
     }
 
 private:

@@ -58,6 +58,10 @@ public:
     // Shared memory a block may use, in bytes (alcop::Options::shared_memory_limit; 0: the
     // target's default, 48 KiB). More needs an app that links apps/common/CudaOptIn.
     GeneratorParam<int> shared_memory_limit{"shared_memory_limit", 0, 0, 1 << 30};
+    // The same schedule without any alcop::pipeline() call, pipelined by alcop::auto_pipeline
+    // (stages and stages_b are then ignored; register_stages >= 2 still leaves the fragment
+    // loop serial, as the automatic register level needs).
+    GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
     // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
     GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
                                            {{"auto", alcop::CopyKind::Auto},
@@ -137,7 +141,7 @@ public:
         std::vector<Var> extra_blocks;
         if (Batched) extra_blocks.push_back(b);
         schedule_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {}, tiles, stages,
-                             stages_b > 0 ? (int)stages_b : (int)stages, register_stages);
+                             stages_b > 0 ? (int)stages_b : (int)stages, register_stages, !auto_pipeline);
         if (min_blocks_per_sm > 0) {
             alcop::min_blocks_per_sm(out, min_blocks_per_sm);
         }
@@ -145,7 +149,11 @@ public:
         options.target = this->get_target();
         options.copies = copies;
         options.shared_memory_limit = shared_memory_limit;
-        static_cast<Self *>(this)->enable_pipelines(options);
+        if (auto_pipeline) {
+            alcop::auto_pipeline(this->get_pipeline(), options);
+        } else {
+            static_cast<Self *>(this)->enable_pipelines(options);
+        }
     }
 
     void enable_pipelines(const alcop::Options &options) {

@@ -13,10 +13,16 @@
 // so that the benchmarks' "ALCOP auto" variants are tuned for the benchmarks' shapes. Built with
 // `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` (alcop_library ... AUTOSCHEDULE in
 // generators/CMakeLists.txt) by test/autoscheduler and apps/bench.
+//
+// as_gemm, as_bmm and as_conv2d take `auto_pipeline=true`: schedule() then calls
+// alcop::auto_pipeline, which lowers whatever schedule the autoscheduler applies after it
+// (Halide 14's Generator runs the autoscheduler after schedule(), and the pass runs when the
+// pipeline is lowered): Li2018's schedules plus the switch.
 
 #include "Halide.h"
 
 #include "alcop/Autoscheduler.h"
+#include "alcop/Directive.h"
 
 namespace {
 
@@ -66,6 +72,8 @@ public:
     GeneratorParam<std::string> limits{"limits", ""};
     // The operands meet cp.async's alignment (declare_aligned).
     GeneratorParam<bool> aligned{"aligned", false};
+    // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
+    GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
     Input<Buffer<float>> A{"A", 2};
     Input<Buffer<float>> B{"B", 2};
@@ -88,6 +96,12 @@ public:
         A.set_estimates({{0, K}, {0, M}});
         B.set_estimates({{0, N}, {0, K}});
         out.set_estimates({{0, N}, {0, M}});
+    }
+
+    void schedule() {
+        if (auto_pipeline) {
+            alcop::auto_pipeline(get_pipeline(), get_target());
+        }
     }
 
 private:
@@ -142,6 +156,8 @@ public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
+    // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
+    GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
     Input<Buffer<float>> A{"A", 3};
     Input<Buffer<float>> B{"B", 3};
@@ -158,6 +174,12 @@ public:
         out.set_estimates({{0, N}, {0, M}, {0, batch}});
     }
 
+    void schedule() {
+        if (auto_pipeline) {
+            alcop::auto_pipeline(get_pipeline(), get_target());
+        }
+    }
+
 private:
     Var x{"x"}, y{"y"}, b{"b"};
 };
@@ -169,6 +191,8 @@ public:
     GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
+    // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
+    GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
     Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
     Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
@@ -186,6 +210,12 @@ public:
         input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
         weights.set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
         out.set_estimates({{0, CO}, {0, W}, {0, H}, {0, N}});
+    }
+
+    void schedule() {
+        if (auto_pipeline) {
+            alcop::auto_pipeline(get_pipeline(), get_target());
+        }
     }
 
 private:

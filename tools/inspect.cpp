@@ -2,6 +2,9 @@
 //
 //   alcop_inspect <generator> [target=<halide target>] [param=value ...] [--stmt] [--ptx DIR]
 //
+// With a generator that calls alcop::auto_pipeline (e.g. `alcop_inspect gemm auto_pipeline=true`)
+// it also prints the automatic choice: each candidate, its stages and predicted gain, or why it
+// was left as it is.
 // Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers);
 // with --stmt also the Stmt before and after the pass; with --ptx (CUDA targets) writes the
 // kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
@@ -10,6 +13,7 @@
 #include "Halide.h"
 
 #include "directive/Requests.h"
+#include "plan/AutoPipeline.h"
 #include "PipelineSummary.h"
 
 #include <cstdio>
@@ -101,10 +105,14 @@ int main(int argc, char **argv) {
         after = a;
         requests = r;
     });
+    // With alcop::auto_pipeline (e.g. auto_pipeline=true), what the policy chose and why.
+    std::string auto_report;
+    alcop::set_auto_pipeline_observer([&](const alcop::AutoReport &r) { auto_report += r.to_string(); });
     auto gen = GeneratorRegistry::create(generator, GeneratorContext(target));
     gen->set_generator_param_values(params);
     Module module = gen->build_module(generator);
     alcop::set_lowering_observer(nullptr);
+    alcop::set_auto_pipeline_observer(nullptr);
 
     if (print_stmt) {
         std::cout << "=== before the ALCOP pass ===\n" << before << "\n=== after ===\n" << after << "\n";
@@ -116,6 +124,7 @@ int main(int argc, char **argv) {
         (r.second.level == alcop::Level::Shared ? shared : fragments).insert(base);
         std::cout << " " << base << "(stages " << r.second.stages << ", " << alcop::to_string(r.second.level) << ")";
     }
+    if (!auto_report.empty()) std::cout << "\n" << auto_report;
     std::cout << "\nbefore: " << alcop::describe(alcop::summarize_pipeline(before, shared))
               << "after:  " << alcop::describe(alcop::summarize_pipeline(after, shared));
     if (!fragments.empty()) {

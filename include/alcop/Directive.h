@@ -115,6 +115,27 @@ bool uses_async_copies(const Halide::Target &target, CopyKind copies = CopyKind:
 void enable(Halide::Pipeline p, const Options &options);
 void enable(Halide::Pipeline p, const Halide::Target &target = Halide::get_jit_target_from_environment());
 
+/** The one switch: install the pass as enable() does, and let it pipeline, at compile time,
+ * every buffer of the existing GPU schedule that can be: each Func stored in GPU shared memory
+ * and produced inside a serial loop under the gpu_blocks loops (Level::Shared), and each
+ * per-thread Func produced inside a serial loop within the gpu_threads loops
+ * (Level::Register), that the pass's analysis accepts, with stages chosen by the cost model
+ * within `options`' shared_memory_limit and register_limit (the same limits the pass checks,
+ * so no choice exceeds them; src/plan/AutoPipeline.h has the policy). In a Generator:
+ * `alcop::auto_pipeline(get_pipeline(), get_target())` from schedule(); it works with an
+ * autoscheduler's schedule too, which is applied before the pipeline is lowered.
+ *
+ * An explicit pipeline() on a Func wins over the automatic choice for that Func (stages 1 too:
+ * it keeps the Func unpipelined). A candidate that cannot be pipelined is left exactly as it
+ * is, with a one-line warning naming the Func and the reason; nothing changes when nothing
+ * qualifies. What was chosen (Func, level, stages, predicted gain) is printed to stderr when
+ * the environment sets ALCOP_AUTO_PIPELINE_DEBUG=1 or HL_DEBUG_CODEGEN >= 1. The analysis
+ * reports a rejected candidate by raising and catching its user error, so this needs Halide
+ * built with exceptions (Debian's is). The last of enable() and auto_pipeline() on a Pipeline
+ * wins. */
+void auto_pipeline(Halide::Pipeline p, const Options &options);
+void auto_pipeline(Halide::Pipeline p, const Halide::Target &target = Halide::get_jit_target_from_environment());
+
 }  // namespace alcop
 
 #endif

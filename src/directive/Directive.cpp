@@ -106,11 +106,13 @@ void enable(Pipeline p, const Options &options) {
     testing::enable(std::move(p), options, testing::Hooks());
 }
 
-void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
+namespace {
+
+void install(Pipeline p, const Options &options, const testing::Hooks &hooks, bool automatic) {
     for (const CustomLoweringPass &pass : p.custom_lowering_passes()) {
         if (auto *installed = dynamic_cast<LowerPipelines *>(pass.pass)) {
             // The last call wins, and what was compiled before may be stale.
-            installed->set_options(options, hooks);
+            installed->set_options(options, hooks, automatic);
             p.invalidate_cache();
             return;
         }
@@ -119,7 +121,27 @@ void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
     for (const Halide::Func &f : p.outputs()) {
         outputs.push_back(f.function());
     }
-    p.add_custom_lowering_pass(new LowerPipelines(outputs, options, hooks));
+    p.add_custom_lowering_pass(new LowerPipelines(outputs, options, hooks, automatic));
+}
+
+}  // namespace
+
+void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
+    install(std::move(p), options, hooks, false);
+}
+
+void auto_pipeline(Pipeline p, const Options &options) {
+    // The policy learns why a candidate is rejected by catching the analysis's user error.
+    user_assert(exceptions_enabled())
+        << "alcop::auto_pipeline needs Halide built with exceptions (HALIDE_WITH_EXCEPTIONS): it tells the "
+        << "buffers that cannot be pipelined by the errors the analysis raises for them.\n";
+    install(std::move(p), options, testing::Hooks(), true);
+}
+
+void auto_pipeline(Pipeline p, const Target &target) {
+    Options options;
+    options.target = target;
+    auto_pipeline(std::move(p), options);
 }
 
 void enable(Pipeline p, const Target &target) {

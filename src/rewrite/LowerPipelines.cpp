@@ -5,6 +5,7 @@
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
 #include "directive/TestHooks.h"
+#include "plan/AutoPipeline.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
 #include "rewrite/PipelineFragments.h"
@@ -13,6 +14,8 @@
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
 
+#include <cstdlib>
+#include <iostream>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -554,8 +557,62 @@ void set_lowering_observer(LoweringObserver o) {
     observer() = std::move(o);
 }
 
+namespace {
+
+/** Whether the automatic choices are printed: ALCOP_AUTO_PIPELINE_DEBUG=1 or HL_DEBUG_CODEGEN >= 1. */
+bool print_auto_choices() {
+    for (const char *var : {"ALCOP_AUTO_PIPELINE_DEBUG", "HL_DEBUG_CODEGEN"}) {
+        const char *v = getenv(var);
+        if (v && atoi(v) >= 1) return true;
+    }
+    return false;
+}
+
+/** alcop::auto_pipeline: the explicit requests and the policy's (plan/AutoPipeline.h), under
+ * the limits check_limits() applies. */
+std::map<std::string, PipelineRequest> automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
+                                                          const std::map<std::string, PipelineRequest> &explicit_requests,
+                                                          const Options &options) {
+    std::map<std::string, Function> env;
+    std::set<std::string> output_names;
+    for (const Function &f : outputs) {
+        add_function(f, env);
+        output_names.insert(f.name());
+    }
+    AutoLimits limits;
+    limits.shared_bytes = [&](DeviceAPI device) {
+        std::string why;
+        return shared_memory_limit(options, device, &why);
+    };
+    std::string why;
+    limits.registers = register_limit(options, &why);
+    limits.async_copies = [&](DeviceAPI device) {
+        return copy_kind_for(device, options.target, options.copies) == CopyKind::Async;
+    };
+    limits.gpu = &model::default_gpu();
+    AutoReport report;
+    std::map<std::string, PipelineRequest> requests =
+        choose_pipelines(s, env, output_names, explicit_requests, limits, &report);
+    // A candidate left as it is gets one line; what was chosen, on request.
+    for (const AutoChoice &c : report.choices) {
+        if (c.stages == 1) {
+            user_warning << "alcop::auto_pipeline: " << user_name(c.func) << " (" << to_string(c.level)
+                         << ") is left as it is: " << c.why << "\n";
+        }
+    }
+    if (print_auto_choices()) {
+        std::cerr << report.to_string();
+    }
+    return requests;
+}
+
+}  // namespace
+
 Stmt LowerPipelines::mutate(const Stmt &s) {
-    const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
+    std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
+    if (automatic) {
+        requests = automatic_requests(s, outputs, requests, options_);
+    }
     Stmt result = compact_thread_registers(inject_pipelines(s, requests, options_, hooks));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {

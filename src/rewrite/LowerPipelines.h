@@ -72,8 +72,11 @@ std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Inter
 /** The custom lowering pass that alcop::enable() installs. */
 class LowerPipelines : public Halide::Internal::IRMutator {
 public:
-    LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options, testing::Hooks hooks)
-        : outputs(std::move(outputs)), options_(std::move(options)), hooks(std::move(hooks)) {
+    /** `automatic`: alcop::auto_pipeline, which adds the requests of plan/AutoPipeline.h to the
+     * explicit ones (which win per Func). */
+    LowerPipelines(std::vector<Halide::Internal::Function> outputs, Options options, testing::Hooks hooks,
+                   bool automatic = false)
+        : outputs(std::move(outputs)), options_(std::move(options)), hooks(std::move(hooks)), automatic(automatic) {
     }
 
     /** Called once by Halide with the whole lowered pipeline. */
@@ -85,15 +88,20 @@ public:
     }
     /** For a later alcop::enable() on the same Pipeline: its Options (and test hooks) replace
      * these. */
-    void set_options(const Options &options, const testing::Hooks &hooks) {
+    void set_options(const Options &options, const testing::Hooks &hooks, bool automatic = false) {
         options_ = options;
         this->hooks = hooks;
+        this->automatic = automatic;
+    }
+    bool is_automatic() const {
+        return automatic;
     }
 
 private:
     std::vector<Halide::Internal::Function> outputs;
     Options options_;
     testing::Hooks hooks;
+    bool automatic = false;
 };
 
 }  // namespace alcop
