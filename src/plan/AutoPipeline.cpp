@@ -432,6 +432,20 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                 auto chosen = std::find_if(fits.begin(), fits.end(),
                                            [&](const auto &f) { return f.second.time <= best * tolerance; });
                 const int stages = chosen->first;
+                if (chosen->second.time > base.time) {
+                    // The stages' shared memory costs more occupancy than the prefetch gains.
+                    for (const std::string &f : mine) {
+                        requests.erase(f);
+                        automatic.erase(f);
+                        find_choice(r, f)->why =
+                            "the model predicts the loop slower pipelined (" + fmt(base.time / chosen->second.time) +
+                            "x with " + std::to_string(stages) + " stages: " + std::to_string(chosen->second.bytes) +
+                            " bytes of shared memory per block leave " + std::to_string(chosen->second.blocks) +
+                            " blocks per SM, against " + std::to_string(base.blocks) + " unpipelined)";
+                    }
+                    again = true;
+                    break;
+                }
                 std::ostringstream why;
                 why << chosen->second.bytes << " of " << limit << " bytes of shared memory per block, "
                     << chosen->second.blocks << " blocks per SM on the " << gpu.name << " model; "

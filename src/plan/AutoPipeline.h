@@ -40,7 +40,9 @@
  *    stage count (the analysis wants one prefetch distance per loop).
  *  - The choice is the smallest count whose predicted time is within 3% of the best: a stage
  *    that buys less costs shared memory or registers for nothing. The predicted gain is the
- *    time without pipelining over the time with the choice.
+ *    time without pipelining over the time with the choice. A shared-level choice predicted
+ *    slower than no pipelining at all (its shared memory costs more blocks per SM than the
+ *    prefetch gains) is not made: the loop's candidates are left as they are, with that reason.
  * The model's GPU is AutoLimits::gpu (model::default_gpu() for the pass: OpenCL does not say
  * which device runs the kernel, so its times rank choices, they do not predict pocl).
  *

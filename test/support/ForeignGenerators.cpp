@@ -30,7 +30,7 @@ using namespace Halide;
 
 class HalideConvLayer : public Generator<HalideConvLayer> {
 public:
-    GeneratorParam<int> batch{"N", 1}, channels_in{"CI", 64}, channels_out{"CO", 32}, width{"W", 10}, height{"H", 10};
+    GeneratorParam<int> batch{"N", 1}, channels_in{"CI", 64}, channels_out{"CO", 32}, width{"W", 5}, height{"H", 5};
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
     Input<Buffer<float>> input{"input", 4};
