@@ -18,6 +18,8 @@
 #include "switch_bmm.h"
 #include "switch_conv.h"
 #include "switch_gemm.h"
+#include "switch_bmm_li2018.h"
+#include "switch_conv_li2018.h"
 #include "switch_gemm_li2018.h"
 #include "switch_gemm_r2.h"
 
@@ -86,6 +88,38 @@ TEST(AutoPipelineOpenCL, Li2018PlusTheSwitch) {
     for (const Shape &s : shapes) {
         EXPECT_EQ(reference::gemm_mismatches(switch_gemm_li2018, s.m, s.n, s.k), 0) << s.m << "x" << s.n << "x" << s.k;
     }
+}
+
+// The same for batched matmul, and the valid 3 x 3 convolution as_conv2d:
+// out(co, x, y, n) = sum input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky).
+TEST(AutoPipelineOpenCL, Li2018PlusTheSwitchBmmAndConv) {
+    for (const Shape &s : shapes) {
+        EXPECT_EQ(reference::gemm_mismatches(switch_bmm_li2018, s.m, s.n, s.k, 3), 0) << s.m << "x" << s.n << "x" << s.k;
+    }
+    // Li2018 splits the output by up to 64 with ShiftInwards: at least that many of each.
+    const int n = 1, h = 14, w = 14, ci = 13, co = 64;
+    std::mt19937 rng(3);
+    Buffer<float> input(ci, w + 2, h + 2, n), weights(co, ci, 3, 3);
+    reference::fill_random(input, rng);
+    reference::fill_random(weights, rng);
+    Buffer<float> out = reference::poisoned({co, w, h, n});
+    ASSERT_EQ(switch_conv_li2018(input, weights, out), 0);
+    out.copy_to_host();
+    int bad = 0;
+    out.for_each_element([&](int c, int x, int y, int b) {
+        double ref = 0, scale = 0;
+        for (int ky = 0; ky < 3; ky++) {
+            for (int kx = 0; kx < 3; kx++) {
+                for (int i = 0; i < ci; i++) {
+                    const double t = (double)input(i, x + kx, y + ky, b) * weights(c, i, kx, ky);
+                    ref += t;
+                    scale += std::abs(t);
+                }
+            }
+        }
+        bad += !reference::close(out(c, x, y, b), ref, scale);
+    });
+    EXPECT_EQ(bad, 0);
 }
 
 template<typename T>

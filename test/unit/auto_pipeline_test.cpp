@@ -236,9 +236,31 @@ TEST(AutoPipeline, RejectedCandidateIsLeftUntouchedWithItsReason) {
     }
     EXPECT_TRUE(rejected) << l.report.to_string();
     EXPECT_NE(l.warnings.find("(register) is left as it is"), std::string::npos) << l.warnings;
-    // The fragments are where they were: the same per-thread arrays as the shared-only pipeline.
+    // The fragments are where they were: the same shared pipeline as the hand-written shared-only
+    // request, and the same produce nodes of the fragments (8 unrolled steps of each).
     Lowered by_hand = lower_generator("gemm", {{"stages", "2"}, {"register_stages", "1"}});
-    EXPECT_EQ(shape(l.after, {"A_shared", "B_shared"}), shape(by_hand.after, {"A_shared", "B_shared"}));
+    alcop::PipelineSummary a = alcop::summarize_pipeline(l.after, {"A_shared", "B_shared"});
+    alcop::PipelineSummary h = alcop::summarize_pipeline(by_hand.after, {"A_shared", "B_shared"});
+    EXPECT_EQ(a.shared_elems, h.shared_elems);
+    EXPECT_EQ(a.register_elems, h.register_elems);
+    EXPECT_EQ(a.loop_barriers, h.loop_barriers);
+    EXPECT_EQ(a.prologue_copies, h.prologue_copies);
+    auto fragment_productions = [](const Stmt &s) {
+        class Count : public IRVisitor {
+            using IRVisitor::visit;
+            void visit(const ProducerConsumer *op) override {
+                n += op->is_producer && plain(op->name).find("_in_prod") != std::string::npos;
+                IRVisitor::visit(op);
+            }
+
+        public:
+            int n = 0;
+        } count;
+        s.accept(&count);
+        return count.n;
+    };
+    EXPECT_EQ(fragment_productions(l.after), 16);
+    EXPECT_EQ(fragment_productions(l.after), fragment_productions(by_hand.after));
 }
 
 // register_stages=2 leaves the step loop serial: both levels are chosen, and the result has the
@@ -313,6 +335,30 @@ TEST(AutoPipeline, HalideCudaMatMulRegisterStaging) {
     }
     EXPECT_TRUE(capped.requests.empty());
     EXPECT_TRUE(equal(capped.before, capped.after));
+}
+
+// At Halide's own size (1024: 128 steps of r) the register level does not unroll the loop whole:
+// the rewrite unrolls a loop of more than 16 steps only by its slots (PipelineFragments.h), so
+// the code holds a few copies of each fragment's production, not 128.
+TEST(AutoPipeline, ALongRegisterLoopIsNotUnrolledWhole) {
+    Lowered l = lower_generator("testing_halide_cuda_mat_mul", {{"auto_pipeline", "true"}, {"size", "1024"}});
+    ASSERT_EQ(l.report.choices.size(), 2u) << l.report.to_string();
+    EXPECT_EQ(l.report.choices.front().stages, 2) << l.report.to_string();
+    class Count : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const ProducerConsumer *op) override {
+            n += op->is_producer && plain(op->name) == "A_im_global_wrapper";
+            IRVisitor::visit(op);
+        }
+
+    public:
+        int n = 0;
+    } before, after;
+    l.before.accept(&before);
+    l.after.accept(&after);
+    EXPECT_EQ(before.n, 1);
+    EXPECT_GT(after.n, 1);
+    EXPECT_LE(after.n, 8);
 }
 
 // Nothing qualifies: the Stmt is the one Halide made, and Li2018's GEMM schedule (no staging at
