@@ -59,8 +59,7 @@ class FindCandidates : public IRVisitor {
     }
 
     void visit(const ProducerConsumer *op) override {
-        if (op->is_producer && kernel_depth > 0 && serial_depth > 0 && funcs.count(op->name) &&
-            !skip.count(op->name)) {
+        if (op->is_producer && kernel_depth > 0 && serial_depth > 0 && funcs.count(op->name) && !skip.count(op->name)) {
             const MemoryType type = funcs.at(op->name).schedule().memory_type();
             if (std::any_of(per_thread.begin(), per_thread.end(),
                             [&](const std::string &a) { return allocation_of(a, op->name); })) {
@@ -279,9 +278,8 @@ public:
         }
         if (!limits.async_copies(k.device)) d = std::min(d, 1);
         auto kernel = kernels.kernel_of.find(loop.loop);
-        const int64_t threads = threads_in(kernel != kernels.kernel_of.end() && kernel->second ?
-                                               Stmt(kernel->second) :
-                                               loop.loop->body);
+        const int64_t threads =
+            threads_in(kernel != kernels.kernel_of.end() && kernel->second ? Stmt(kernel->second) : loop.loop->body);
         const int64_t smem = plan.total_bytes + gpu.smem_reserved_per_block;
         const int64_t unit = std::max<int64_t>(gpu.smem_alloc_unit, 1);
         int blocks = gpu.max_blocks_per_sm;
@@ -289,8 +287,8 @@ public:
         blocks = std::min<int64_t>(blocks, gpu.max_threads_per_sm / std::max<int64_t>(threads, 1));
         blocks = std::max(blocks, 1);
         const double load = gpu.global_latency_cycles + blocks * tile_bytes / gpu.l2_bytes_per_clk_per_sm();
-        const double compute = std::max(blocks * (double)threads * ops_of(loop.body) / gpu.fp32_lanes_per_sm,
-                                        gpu.smem_latency_cycles);
+        const double compute =
+            std::max(blocks * (double)threads * ops_of(loop.body) / gpu.fp32_lanes_per_sm, gpu.smem_latency_cycles);
         SharedTiming t;
         t.time = model::pipeline_chain_cycles(trips_of(loop.loop), d, load, compute) / blocks;
         t.blocks = blocks;
@@ -337,8 +335,8 @@ std::string AutoReport::to_string() const {
     for (const AutoChoice &c : choices) {
         o << "alcop::auto_pipeline: " << user_name(c.func) << " (" << alcop::to_string(c.level) << "): ";
         if (c.stages > 1) {
-            o << c.stages << " stages across the serial loop " << c.loop << ", predicted gain "
-              << fmt(c.predicted_gain) << "x (" << c.why << ")\n";
+            o << c.stages << " stages across the serial loop " << c.loop << ", predicted gain " << fmt(c.predicted_gain)
+              << "x (" << c.why << ")\n";
         } else {
             o << "left as it is: " << c.why << "\n";
         }
@@ -450,8 +448,8 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                 why << chosen->second.bytes << " of " << limit << " bytes of shared memory per block, "
                     << chosen->second.blocks << " blocks per SM on the " << gpu.name << " model; "
                     << (limits.async_copies(k.device) ? "" : "copies not asynchronous, so 1 tile in flight; ")
-                    << "the smallest count within " << (int)std::round((tolerance - 1) * 100)
-                    << "% of the best of 2.." << fits.back().first << " within the limit";
+                    << "the smallest count within " << (int)std::round((tolerance - 1) * 100) << "% of the best of 2.."
+                    << fits.back().first << " within the limit";
                 for (const std::string &f : mine) {
                     requests[f].stages = stages;
                     AutoChoice *c = find_choice(r, f);
@@ -504,8 +502,9 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
         if (!fits.empty()) {
             best = fits.front().second;
             for (const auto &f : fits) best = std::min(best, f.second);
-            stages = std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second <= best * tolerance; })
-                         ->first;
+            stages = std::find_if(fits.begin(), fits.end(), [&](const auto &f) {
+                         return f.second <= best * tolerance;
+                     })->first;
         }
         for (const std::string &f : mine) {
             AutoChoice *c = find_choice(r, f);

@@ -76,10 +76,10 @@ struct AutoLimits {
 struct AutoChoice {
     std::string func;  ///< Halide's name
     Level level = Level::Shared;
-    int stages = 1;              ///< 1: left as it was
-    double predicted_gain = 1;   ///< the model's time of its loop unpipelined / pipelined
-    std::string loop;            ///< the loop it is pipelined across ("" when rejected early)
-    std::string why;             ///< how the stages were chosen, or why it was left as it was
+    int stages = 1;             ///< 1: left as it was
+    double predicted_gain = 1;  ///< the model's time of its loop unpipelined / pipelined
+    std::string loop;           ///< the loop it is pipelined across ("" when rejected early)
+    std::string why;            ///< how the stages were chosen, or why it was left as it was
 };
 
 struct AutoReport {

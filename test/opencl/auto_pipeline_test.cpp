@@ -94,7 +94,8 @@ TEST(AutoPipelineOpenCL, Li2018PlusTheSwitch) {
 // out(co, x, y, n) = sum input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky).
 TEST(AutoPipelineOpenCL, Li2018PlusTheSwitchBmmAndConv) {
     for (const Shape &s : shapes) {
-        EXPECT_EQ(reference::gemm_mismatches(switch_bmm_li2018, s.m, s.n, s.k, 3), 0) << s.m << "x" << s.n << "x" << s.k;
+        EXPECT_EQ(reference::gemm_mismatches(switch_bmm_li2018, s.m, s.n, s.k, 3), 0)
+            << s.m << "x" << s.n << "x" << s.k;
     }
     // Li2018 splits the output by up to 64 with ShiftInwards: at least that many of each.
     const int n = 1, h = 14, w = 14, ci = 13, co = 64;

@@ -48,13 +48,42 @@ public:
         relu(c, x, y, n) = max(0, conv(c, x, y, n));
 
         relu.bound(x, 0, W).bound(y, 0, H).bound(c, 0, CO).bound(n, 0, N);
-        relu.dim(0).set_bounds(0, CO).set_stride(1).dim(1).set_bounds(0, W).set_stride(CO)
-            .dim(2).set_bounds(0, H).set_stride(CO * W).dim(3).set_bounds(0, N).set_stride(CO * H * W);
-        input.dim(0).set_bounds(0, CI).set_stride(1).dim(1).set_bounds(0, W + 2).set_stride(CI)
-            .dim(2).set_bounds(0, H + 2).set_stride(CI * (W + 2)).dim(3).set_bounds(0, N)
+        relu.dim(0)
+            .set_bounds(0, CO)
+            .set_stride(1)
+            .dim(1)
+            .set_bounds(0, W)
+            .set_stride(CO)
+            .dim(2)
+            .set_bounds(0, H)
+            .set_stride(CO * W)
+            .dim(3)
+            .set_bounds(0, N)
+            .set_stride(CO * H * W);
+        input.dim(0)
+            .set_bounds(0, CI)
+            .set_stride(1)
+            .dim(1)
+            .set_bounds(0, W + 2)
+            .set_stride(CI)
+            .dim(2)
+            .set_bounds(0, H + 2)
+            .set_stride(CI * (W + 2))
+            .dim(3)
+            .set_bounds(0, N)
             .set_stride(CI * (W + 2) * (H + 2));
-        filter.dim(0).set_bounds(0, CO).set_stride(1).dim(1).set_bounds(0, 3).set_stride(CO)
-            .dim(2).set_bounds(0, 3).set_stride(CO * 3).dim(3).set_bounds(0, CI).set_stride(CO * 3 * 3);
+        filter.dim(0)
+            .set_bounds(0, CO)
+            .set_stride(1)
+            .dim(1)
+            .set_bounds(0, 3)
+            .set_stride(CO)
+            .dim(2)
+            .set_bounds(0, 3)
+            .set_stride(CO * 3)
+            .dim(3)
+            .set_bounds(0, CI)
+            .set_stride(CO * 3 * 3);
         bias.dim(0).set_bounds(0, CO).set_stride(1);
 
         // The GPU schedule of apps/conv_layer, as written there.
@@ -127,14 +156,7 @@ public:
             .gpu_threads(xi, yi)
             .unroll(xii)
             .unroll(yii);
-        prod.compute_at(out, xi)
-            .vectorize(x)
-            .unroll(y)
-            .update()
-            .reorder(x, y, r)
-            .vectorize(x)
-            .unroll(y)
-            .unroll(r, 8);
+        prod.compute_at(out, xi).vectorize(x).unroll(y).update().reorder(x, y, r).vectorize(x).unroll(y).unroll(r, 8);
         A.in().compute_at(prod, r).vectorize(_0).unroll(_1);
         B.in().compute_at(prod, r).vectorize(_0).unroll(_1);
         A.set_host_alignment(16);
