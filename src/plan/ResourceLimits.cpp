@@ -38,7 +38,7 @@ constexpr int max_registers_per_thread = 512;
 std::string raise_shared_hint(DeviceAPI device) {
     std::ostringstream hint;
     if (device == DeviceAPI::CUDA) {
-        hint << ": an app that links apps/common/CudaOptIn may use its GPU's opt-in maximum ("
+        hint << ": an app that links HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h) may use its GPU's opt-in maximum ("
              << model::default_gpu().smem_per_block_optin << " bytes on the " << model::default_gpu().name << ")";
     } else if (device == DeviceAPI::OpenCL) {
         hint << ": up to the device's CL_DEVICE_LOCAL_MEM_SIZE";
@@ -120,7 +120,7 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
             << "stages or smaller fragments, or raise the limit with alcop::Options::register_limit if the "
             << "kernel may use more"
             << (options.target.has_feature(Target::CUDA) ?
-                    ": an app that links apps/common/CudaOptIn may use " +
+                    ": an app that links HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h) may use " +
                         std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) :
                     std::string())
             << ".\n";
