@@ -487,7 +487,19 @@ public:
         return (!markers.empty() && rewrite(f)) || changed;
     }
 
-    bool doFinalization(Module &) override {
+    bool doFinalization(Module &m) override {
+        // A program that links the library and loads a plugin that links it too (a generator
+        // with alcop::auto_pipeline under the Alcop autoscheduler) registers two copies of this
+        // pass; the first to finish has rewritten the calls and erased the markers. Keep only
+        // the markers still in the module (compared by address, never dereferenced).
+        SmallPtrSet<const Function *, 32> present;
+        for (const Function &f : m) {
+            present.insert(&f);
+        }
+        for (auto *list : {&markers, &tensor_core_markers}) {
+            list->erase(std::remove_if(list->begin(), list->end(), [&](Function *f) { return !present.count(f); }),
+                        list->end());
+        }
         if (markers.empty() && tensor_core_markers.empty()) {
             return false;
         }
