@@ -2,6 +2,7 @@
 
 #include "analysis/FragmentAnalysis.h"
 #include "analysis/PipelineAnalysis.h"
+#include "analysis/TensorCoreAnalysis.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
 #include "directive/TestHooks.h"
@@ -556,6 +557,7 @@ void set_lowering_observer(LoweringObserver o) {
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
+    analyze_tensor_cores(s, outputs, options_.target);
     Stmt result = compact_thread_registers(inject_pipelines(s, requests, options_, hooks));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
