@@ -8,6 +8,7 @@
 #include "directive/TestHooks.h"
 #include "plan/PipelinePlan.h"
 #include "rewrite/CompactRegisters.h"
+#include "rewrite/MmaInnerProduct.h"
 #include "rewrite/PipelineFragments.h"
 
 #include "Error.h"
@@ -557,8 +558,8 @@ void set_lowering_observer(LoweringObserver o) {
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    analyze_tensor_cores(s, outputs, options_.target);
-    Stmt result = compact_thread_registers(inject_pipelines(s, requests, options_, hooks));
+    const Stmt input = rewrite_inner_products(s, analyze_tensor_cores(s, outputs, options_.target));
+    Stmt result = compact_thread_registers(inject_pipelines(input, requests, options_, hooks));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);

@@ -1,0 +1,112 @@
+// The user's fp16/bf16 GEMM (TensorCoreGemm.h) compiled for CUDA sm_80 in-process: the pass
+// replaces the inner product by ldmatrix + mma.sync markers, which the NVPTX rewrite turns into
+// the instructions. Per chunk of tile_k = 32 (two 16-wide K steps) and a 32 x 32 warp tile
+// (2 x 4 tiles of 16 x 8), the kernel has 2 x 2 x 4 = 16 mma.sync, 2 x 2 ldmatrix.x4 for A and
+// 2 x 2 for B, each with .trans exactly where the operand is contiguous along M (A) or N (B).
+// ptxas assembles it for sm_80 and sm_90 with no spills and no local memory. Not run (no GPU).
+
+#include "Halide.h"
+
+#include "codegen/AsyncCopyMarkers.h"
+
+#include "TensorCoreGemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+using namespace Halide;
+
+int count(const std::string &text, const std::string &what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+        n++;
+    }
+    return n;
+}
+
+std::string ptx_of(const Module &m) {
+    for (const Buffer<> &b : m.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    return "";
+}
+
+std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
+#ifdef ALCOP_PTXAS
+    const std::string path =
+        ::testing::TempDir() + "alcop_tc_gemm_" + arch + "_" + std::to_string(getpid()) + ".ptx";
+    std::ofstream(path) << ptx;
+    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
+    std::string log;
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) {
+        log += line;
+    }
+    *status = p ? pclose(p) : -1;
+    return log;
+#else
+    *status = -1;
+    return "";
+#endif
+}
+
+std::string compile(const tc_test::Gemm &g) {
+    std::vector<Argument> args;
+    Pipeline p = g.build(&args);
+    alcop::enable(p, Target(g.target));
+    return ptx_of(p.compile_to_module(args, "tc_gemm", Target(g.target)));
+}
+
+TEST(TensorCoreGemm, MmaAndLdmatrixPerKStep) {
+    ASSERT_TRUE(alcop::async_copy_rewrite_registered());
+    for (Type t : {Float(16), BFloat(16)}) {
+        for (bool a_m_major : {false, true}) {
+            for (bool b_k_major : {false, true}) {
+                SCOPED_TRACE(::testing::Message() << t << " a_m_major " << a_m_major << " b_k_major " << b_k_major);
+                tc_test::Gemm g;
+                g.a_type = g.b_type = t;
+                g.a_m_major = a_m_major;
+                g.b_k_major = b_k_major;
+                const std::string ptx = compile(g);
+                ASSERT_FALSE(ptx.empty());
+                const int k_steps = g.tile_k / 16, tiles = (g.warp_m / 16) * (g.warp_n / 8);
+                const int a_loads = k_steps * g.warp_m / 16, b_loads = k_steps * g.warp_n / 16;
+                const std::string mma = t.is_bfloat() ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" :
+                                                        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+                EXPECT_EQ(count(ptx, mma), k_steps * tiles) << ptx;
+                EXPECT_EQ(count(ptx, "mma.sync"), k_steps * tiles);
+                const int trans = (a_m_major ? a_loads : 0) + (b_k_major ? 0 : b_loads);
+                EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), trans);
+                EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), a_loads + b_loads - trans);
+                EXPECT_EQ(count(ptx, "alcop_"), 0);
+                EXPECT_EQ(count(ptx, ".local"), 0) << "local memory";
+                std::printf("%s a_m_major=%d b_k_major=%d: %d mma.sync, %d ldmatrix.x4, %d ldmatrix.x4.trans\n",
+                            t.is_bfloat() ? "bf16" : "f16", a_m_major, b_k_major, count(ptx, "mma.sync"),
+                            count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+                            count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+#ifdef ALCOP_PTXAS
+                for (const char *arch : {"sm_80", "sm_90"}) {
+                    int status = 0;
+                    const std::string log = ptxas_output(ptx, arch, &status);
+                    EXPECT_EQ(status, 0) << log;
+                    EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+                    EXPECT_EQ(count(log, "bytes stack frame"), count(log, "0 bytes stack frame")) << log;
+                    if (t.is_bfloat() && a_m_major && !b_k_major) std::printf("ptxas %s:\n%s", arch, log.c_str());
+                }
+#endif
+            }
+        }
+    }
+}
+
+}  // namespace
