@@ -230,7 +230,13 @@ private:
         const std::string &k = loop->name;
         const bool a_trans = a_k != 1, b_trans = b_k != 1;
         const int tiles_m = use.tile.warp_m / 16, tiles_n = use.tile.warp_n / 8;
-        const Expr &ia = first.a->index, &ib = first.b->index;
+        // The operands' indices with every enclosing let inlined: a let may depend on the lane
+        // (e.g. a row index g = lane / 4), and the base must be lane 0's.
+        Expr ia = first.a->index, ib = first.b->index;
+        for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+            ia = substitute(it->first, it->second, ia);
+            ib = substitute(it->first, it->second, ib);
+        }
         Expr k_at = loop->min + ks * 16;
         Expr lane_var = Variable::make(Int(32), lane) - threads.back()->min;
         const std::map<std::string, Expr> at_base{{lane, threads.back()->min}, {k, k_at}};

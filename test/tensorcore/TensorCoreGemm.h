@@ -31,6 +31,7 @@ struct Gemm {
     std::string target = "host-cuda-cuda_capability_80";
 
     int stages = 1;            // alcop::pipeline of A_sh and B_sh
+    int vector = 1;            // elements per copy (8: 16 bytes, what cp.async copies)
 
     /** The pipeline (alcop::enable not yet called) and its arguments; may throw CompileError. */
     Pipeline build(std::vector<Argument> *args) const {
@@ -76,11 +77,18 @@ struct Gemm {
                 .unroll(xr)
                 .unroll(yr);
         }
+        // The copies: `vector` contiguous elements (along the storage's innermost dimension)
+        // per thread and step, all threads.
         for (Func f : {A_sh, B_sh}) {
-            Var c("c"), co("co"), ci("ci"), fx("fx"), fy("fy");
-            f.compute_at(prod, r.y)
-                .store_in(MemoryType::GPUShared)
-                .fuse(f.args()[0], f.args()[1], c)
+            const bool swapped = (f.name() == A_sh.name() && a_m_major) || (f.name() == B_sh.name() && b_k_major);
+            Var inner = f.args()[swapped ? 1 : 0], outer = f.args()[swapped ? 0 : 1];
+            Var c("c"), co("co"), ci("ci"), fx("fx"), fy("fy"), io("io"), ii("ii");
+            f.compute_at(prod, r.y).store_in(MemoryType::GPUShared);
+            if (vector > 1) {
+                f.split(inner, io, ii, vector).vectorize(ii);
+                inner = io;
+            }
+            f.fuse(inner, outer, c)
                 .split(c, co, ci, threads_x * threads_y, TailStrategy::GuardWithIf)
                 .split(ci, fy, fx, threads_x)
                 .reorder(fx, fy, co)
