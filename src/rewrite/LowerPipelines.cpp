@@ -558,8 +558,11 @@ void set_lowering_observer(LoweringObserver o) {
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
     const std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    const Stmt input = rewrite_inner_products(s, analyze_tensor_cores(s, outputs, options_.target));
-    Stmt result = compact_thread_registers(inject_pipelines(input, requests, options_, hooks));
+    // The tensor-core rewrite reads the consumers' loads after the pipeline rewrite moved
+    // them into their slots, so that each ldmatrix row is one address plus constants.
+    const std::vector<TensorCoreUse> tensor_cores = analyze_tensor_cores(s, outputs, options_.target);
+    Stmt result = compact_thread_registers(
+        rewrite_inner_products(inject_pipelines(s, requests, options_, hooks), tensor_cores));
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);

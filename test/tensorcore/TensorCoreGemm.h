@@ -94,6 +94,15 @@ struct Gemm {
                 .reorder(fx, fy, co)
                 .gpu_threads(fx, fy);
         }
+        if (vector > 1) {
+            // What makes each copy one aligned 16-byte vector (cp.async): zero-based rows whose
+            // strides are multiples of the vector, in 16-byte aligned allocations.
+            for (ImageParam *in : {&A, &B}) {
+                in->set_host_alignment(16);
+                in->dim(0).set_min(0);
+                in->dim(1).set_stride((in->dim(1).stride() / vector) * vector);
+            }
+        }
         if (a_m_major) A_sh.reorder_storage(m, k);
         if (b_k_major) B_sh.reorder_storage(k, n);
         alcop::tensor_cores(prod, warp_m, warp_n);

@@ -109,25 +109,24 @@ TEST(TensorCoreGemm, MmaAndLdmatrixPerKStep) {
     }
 }
 
-// The shared level pipelined (3 stages of cp.async copies, 16 bytes each): the same mma.sync
-// and ldmatrix counts, each wait followed by a barrier. ptxas: no spills.
-// DISABLED: not yet working. With the slots' offsets added by the pipeline rewrite, the eight
-// row elements of an ldmatrix marker no longer reach LLVM as "e0 + 2k bytes" in a form the
-// NVPTX marker rewrite recognises (fatal "row element e1 is not 2 bytes past e0"); and as one
-// 8-lane vector load (tried) its lanes are not seen as loads from shared memory either.
-TEST(TensorCoreGemm, DISABLED_PipelinedWithCpAsync) {
+// The shared level pipelined with 3 stages: the same mma.sync and ldmatrix counts (the
+// tensor-core rewrite runs after the pipeline rewrite, on the consumers' slot-indexed loads),
+// one commit group per prologue step and one in the loop, every wait followed by a barrier before
+// the next ldmatrix, no local memory; ptxas: no spills. With vector = 1 the 2-byte copies do
+// not qualify for cp.async and stay synchronous; with vector = 8 (16-byte copies), see
+// DISABLED_CpAsyncCopiesOfHalves.
+TEST(TensorCoreGemm, PipelinedThreeStages) {
     for (Type t : {Float(16), BFloat(16)}) {
         SCOPED_TRACE(::testing::Message() << t);
         tc_test::Gemm g;
         g.a_type = g.b_type = t;
         g.stages = 3;
-        g.vector = 8;
         const std::string ptx = compile(g);
         ASSERT_FALSE(ptx.empty());
         const int k_steps = g.tile_k / 16, tiles = (g.warp_m / 16) * (g.warp_n / 8);
         EXPECT_EQ(count(ptx, "mma.sync"), k_steps * tiles);
         EXPECT_EQ(count(ptx, "ldmatrix.sync"), k_steps * (g.warp_m / 16 + g.warp_n / 16));
-        EXPECT_GT(count(ptx, "cp.async.cg.shared.global"), 0) << ptx;
+        EXPECT_EQ(count(ptx, "cp.async.commit_group"), g.stages) << ptx;  // the prologue's stages - 1, the loop's one
         // Every wait is followed by a barrier before the next shared read.
         size_t at = 0;
         int waits = 0;
@@ -153,6 +152,20 @@ TEST(TensorCoreGemm, DISABLED_PipelinedWithCpAsync) {
         }
 #endif
     }
+}
+
+// DISABLED, not yet working: 16-byte copies of fp16/bf16 tiles as cp.async. The copy
+// lowering's marker for a float16x8 value (alcop_cp_async_copy_f16) fails Halide 14's codegen
+// (an extern call on float16 vectors does not produce <8 x half>); the marker needs the halves
+// as 16-bit integers (src/copy/CopyLowering.cpp, async_store) and the NVPTX rewrite must accept
+// that form.
+TEST(TensorCoreGemm, DISABLED_CpAsyncCopiesOfHalves) {
+    tc_test::Gemm g;
+    g.stages = 3;
+    g.vector = 8;
+    const std::string ptx = compile(g);
+    EXPECT_GT(count(ptx, "cp.async.cg.shared.global"), 0) << ptx;
+    EXPECT_EQ(count(ptx, "mma.sync"), (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8));
 }
 
 }  // namespace
