@@ -156,9 +156,11 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
 
 // DISABLED, not yet working: 16-byte copies of fp16/bf16 tiles as cp.async. The copy
 // lowering's marker for a float16x8 value (alcop_cp_async_copy_f16) fails Halide 14's codegen
-// (an extern call on float16 vectors does not produce <8 x half>); the marker needs the halves
-// as 16-bit integers (src/copy/CopyLowering.cpp, async_store) and the NVPTX rewrite must accept
-// that form.
+// (an extern call on float16 vectors does not produce <8 x half>: Halide passes halves to
+// extern calls as 16-bit integers). Tried: the marker on the bits (alcop_cp_async_copy_u16 of
+// reinterpret(uint16x8, load), stored through a uint16 view of the slot) compiles, but the
+// NVPTX rewrite leaves plain ld.global.nc.v4 + st.shared.v4 (8-byte pieces), no cp.async: to
+// be found in src/copy/CopyLowering.cpp (async_store) and src/codegen/AsyncCopyRewrite.cpp.
 TEST(TensorCoreGemm, DISABLED_CpAsyncCopiesOfHalves) {
     tc_test::Gemm g;
     g.stages = 3;
