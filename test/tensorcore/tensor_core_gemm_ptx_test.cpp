@@ -154,6 +154,30 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
     }
 }
 
+// The tiles the issue asks as defaults for an H200: a 128 x 128 block of four 64 x 64 warp
+// tiles, k tile 32, 3 shared stages. Per chunk 2 x 32 mma.sync and 2 x (4 + 4) ldmatrix.x4;
+// ptxas for sm_80 and sm_90 must not spill (128 fp32 accumulators per thread).
+TEST(TensorCoreGemm, H200DefaultTiles) {
+    tc_test::Gemm g;
+    g.block_m = g.block_n = 128;
+    g.warp_m = g.warp_n = 64;
+    g.stages = 3;
+    const std::string ptx = compile(g);
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(count(ptx, "mma.sync"), 2 * 32);
+    EXPECT_EQ(count(ptx, "ldmatrix.sync"), 2 * 8);
+    EXPECT_EQ(count(ptx, ".local"), 0);
+#ifdef ALCOP_PTXAS
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = ptxas_output(ptx, arch, &status);
+        EXPECT_EQ(status, 0) << log;
+        EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+        std::printf("ptxas %s:\n%s", arch, log.c_str());
+    }
+#endif
+}
+
 // DISABLED, not yet working: 16-byte copies of fp16/bf16 tiles as cp.async. The copy
 // lowering's marker for a float16x8 value (alcop_cp_async_copy_f16) fails Halide 14's codegen
 // (an extern call on float16 vectors does not produce <8 x half>: Halide passes halves to
