@@ -113,10 +113,10 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     }
     if (r.chosen.limits == model::RuntimeLimits::OptIn) {
         // The pass checks the kernel against the launch limits; these are the ones the model
-        // chose under (the app links apps/common/CudaOptIn), above the defaults.
+        // chose under (the app links HalideAlcop::cuda_opt_in), above the defaults.
         schedule.set_launch_limits(r.chosen.smem_limit, r.chosen.register_limit,
                                    "The launch limits the model chose under: " + r.gpu->name +
-                                       "'s opt-in maximum (the app links apps/common/CudaOptIn).");
+                                       "'s opt-in maximum (the app links HalideAlcop::cuda_opt_in).");
     }
     const Chunking chunking = schedule_contraction(schedule, *c, m, warnings);
     r.k_chunked = chunking.k_chunked;

@@ -48,7 +48,7 @@ Options Options::from_environment() {
     }
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_LIMITS")) {
         user_assert(std::string(v) == "optin" || std::string(v) == "default")
-            << "ALCOP_AUTOSCHEDULER_LIMITS=" << v << ": say optin (the app links apps/common/CudaOptIn) or default.\n";
+            << "ALCOP_AUTOSCHEDULER_LIMITS=" << v << ": say optin (the app links HalideAlcop::cuda_opt_in) or default.\n";
         if (std::string(v) == "optin") o.search.model.limits = model::RuntimeLimits::OptIn;
     }
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_CANDIDATE")) o.candidate = std::max(0, atoi(v));

@@ -72,7 +72,7 @@ std::optional<PipelineRequest> requested_pipeline(const Function &f) {
 }
 
 Halide::Func min_blocks_per_sm(Halide::Func f, int blocks) {
-    user_assert(blocks >= 1) << "alcop::min_blocks_per_sm(" << f.name() << ", " << blocks
+    user_assert(blocks >= 1) << "alcop::min_blocks_per_sm(" << user_name(f.name()) << ", " << blocks
                              << "): at least one block must fit on an SM.\n";
     f.add_trace_tag(launch_bounds_prefix + std::to_string(blocks));
     return f;

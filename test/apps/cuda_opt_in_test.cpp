@@ -6,6 +6,7 @@
 #include "alcop/CudaOptIn.h"
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+#include "HalideRuntimeCuda.h"
 #include "gemm_cuda_s1.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +34,23 @@ int run_pipeline() {
     return gemm_cuda_s1(a, b, out);
 }
 
-TEST(CudaOptIn, LaunchesAbove48KBRaiseTheKernelsLimitFirst) {
+// Each test starts from the state of a fresh process, whatever ran before it (--gtest_shuffle,
+// --gtest_repeat): no device, no CUDA context in the Halide runtime (which creates one once and
+// keeps it, calling cuInit only then), no recording, no register cap asked for. The fake's call
+// counters and the wrapper's counters are compared before and after, not reset.
+class CudaOptIn : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (fake("fake_device_present")) {
+            halide_device_release(nullptr, halide_cuda_device_interface());
+        }
+        fake("fake_device_present") = 0;
+        alcop::apps::record_kernel_resources(false);
+        unsetenv("HL_CUDA_JIT_MAX_REGISTERS");
+    }
+};
+
+TEST_F(CudaOptIn, LaunchesAbove48KBRaiseTheKernelsLimitFirst) {
     ASSERT_NE(alcop::apps::cuda_driver(), nullptr) << dlerror();
     Launch launch = (Launch)halide_cuda_get_symbol(nullptr, "cuLaunchKernel");
     ASSERT_NE(launch, nullptr);
@@ -55,11 +72,12 @@ TEST(CudaOptIn, LaunchesAbove48KBRaiseTheKernelsLimitFirst) {
     EXPECT_EQ(halide_cuda_get_symbol(nullptr, "cuInit"), dlsym(alcop::apps::cuda_driver(), "cuInit"));
 }
 
-TEST(CudaOptIn, RecordsTheLaunchedKernelsResources) {
+TEST_F(CudaOptIn, RecordsTheLaunchedKernelsResources) {
     Launch launch = (Launch)halide_cuda_get_symbol(nullptr, "cuLaunchKernel");
     ASSERT_NE(launch, nullptr);
+    const int unrecorded = alcop::apps::recorded_kernel_resources().launches;
     launch(nullptr, 1, 1, 1, 256, 1, 1, 1024, nullptr, nullptr, nullptr);
-    EXPECT_EQ(alcop::apps::recorded_kernel_resources().launches, 0) << "recording is off until asked for";
+    EXPECT_EQ(alcop::apps::recorded_kernel_resources().launches, unrecorded) << "recording is off until asked for";
 
     alcop::apps::record_kernel_resources(true);
     launch(nullptr, 1, 1, 1, 256, 1, 1, 64 * 1024, nullptr, nullptr, nullptr);
@@ -73,7 +91,7 @@ TEST(CudaOptIn, RecordsTheLaunchedKernelsResources) {
     EXPECT_EQ(r.max_dynamic_shared, 64 * 1024);
 }
 
-TEST(CudaOptIn, TheHalideRuntimeAsksIt) {
+TEST_F(CudaOptIn, TheHalideRuntimeAsksIt) {
     // A CUDA pipeline's first device call loads the driver through halide_cuda_get_symbol:
     // the fake's cuInit is called (and reports no device, so the pipeline fails cleanly).
     const int calls = fake("fake_init_calls");
@@ -81,7 +99,7 @@ TEST(CudaOptIn, TheHalideRuntimeAsksIt) {
     EXPECT_GT(fake("fake_init_calls"), calls);
 }
 
-TEST(CudaOptIn, ModulesLoadWithoutTheRuntimesRegisterCap) {
+TEST_F(CudaOptIn, ModulesLoadWithoutTheRuntimesRegisterCap) {
     // Halide 14's runtime asks the driver for at most 64 registers per thread; the wrapper
     // drops that, so the driver gives a kernel what it needs.
     fake("fake_device_present") = 1;
@@ -92,7 +110,7 @@ TEST(CudaOptIn, ModulesLoadWithoutTheRuntimesRegisterCap) {
     EXPECT_EQ(fake("fake_load_options"), 0) << "the driver still got the register cap";
 }
 
-TEST(CudaOptIn, KeepsTheCapTheUserAsksFor) {
+TEST_F(CudaOptIn, KeepsTheCapTheUserAsksFor) {
     setenv("HL_CUDA_JIT_MAX_REGISTERS", "80", 1);
     fake("fake_device_present") = 1;
     const int loads = fake("fake_load_calls");
@@ -101,7 +119,6 @@ TEST(CudaOptIn, KeepsTheCapTheUserAsksFor) {
     EXPECT_EQ(fake("fake_load_options"), 1);
     EXPECT_EQ(fake("fake_load_first_option"), 0);  // CU_JIT_MAX_REGISTERS
     EXPECT_EQ(fake("fake_load_first_value"), 80);
-    unsetenv("HL_CUDA_JIT_MAX_REGISTERS");
 }
 
 }  // namespace

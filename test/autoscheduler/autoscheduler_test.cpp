@@ -24,7 +24,39 @@
 
 using namespace Halide;
 
+extern char **environ;
+
 namespace {
+
+// The plugin takes options from ALCOP_AUTOSCHEDULER_* (Options::from_environment), so what a
+// user exported would change every schedule here: each round of tests starts without any, and
+// a test that needs one sets it for its own duration (ScopedEnv).
+class WithoutAutoschedulerOptions : public testing::Environment {
+    void SetUp() override {
+        std::vector<std::string> names;
+        for (char **e = environ; *e; e++) {
+            const std::string entry = *e;
+            if (entry.rfind("ALCOP_AUTOSCHEDULER_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+        }
+        for (const std::string &name : names) unsetenv(name.c_str());
+    }
+};
+testing::Environment *const without_options = testing::AddGlobalTestEnvironment(new WithoutAutoschedulerOptions);
+
+/** Sets an environment variable until the end of the scope, also when an assertion returns early
+ * (then unsets it: the tests start without any). */
+class ScopedEnv {
+    const std::string name;
+
+public:
+    ScopedEnv(const std::string &name, const std::string &value)
+        : name(name) {
+        setenv(name.c_str(), value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        unsetenv(name.c_str());
+    }
+};
 
 void load_plugins() {
     static bool loaded = [] {
@@ -201,9 +233,11 @@ TEST_P(Contraction, CompilesForCudaAndPtxasAssemblesIt) {
     // Modelled as the H200, as the OpenCL builds are: the same, pipelined, choice. (sm_80 alone
     // would be modelled as an A100, where the model predicts these problems at the compute
     // floor for many candidates and breaks the tie towards less shared memory: one stage.)
-    setenv("ALCOP_AUTOSCHEDULER_GPU", "H200", 1);
-    Scheduled s = autoschedule(b, "Alcop", t);
-    unsetenv("ALCOP_AUTOSCHEDULER_GPU");
+    Scheduled s;
+    {
+        ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+        s = autoschedule(b, "Alcop", t);
+    }
     for (int st : pipeline_stages(s.source)) EXPECT_GT(st, 1);
     Module mod = b.pipeline.compile_to_module(b.args, c.name, t);
     const std::string ptx = ptx_of(mod);
@@ -377,12 +411,9 @@ TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
 }
 
 TEST(Autoscheduler, VerboseListsTheTopCandidates) {
-    setenv("ALCOP_AUTOSCHEDULER_VERBOSE", "1", 1);
-    setenv("ALCOP_AUTOSCHEDULER_TOP", "5", 1);
+    ScopedEnv verbose("ALCOP_AUTOSCHEDULER_VERBOSE", "1"), top("ALCOP_AUTOSCHEDULER_TOP", "5");
     Built b = gemm(1024, 1024, 1024);
     Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
-    unsetenv("ALCOP_AUTOSCHEDULER_VERBOSE");
-    unsetenv("ALCOP_AUTOSCHEDULER_TOP");
     EXPECT_NE(s.log.find("rank  schedule"), std::string::npos) << s.log;
     EXPECT_NE(s.log.find("   5  "), std::string::npos) << s.log;
     EXPECT_NE(s.log.find("A100"), std::string::npos) << "sm_80 is modelled as an A100: " << s.log;

@@ -5,7 +5,9 @@
 // commit group, the latest moment cp.async allows. The correct pipeline must still match the
 // reference at every stage count, per-buffer stage count and tail shape; with the steady-state
 // wait missing, or every wait retiring one group too few, an iteration reads a tile that has
-// not been written yet, whatever the order of the work-items.
+// not been written yet, whatever the order of the work-items. It reads the NaN the emulation
+// puts into every slot first, not what earlier runs on the same inputs left in local memory
+// (pocl reuses it), so these tests do not depend on what ran before them.
 //
 // A missing write-after-read barrier (Fault::MissingWarBarrier: iteration k reads slot
 // k % stages, then copies tile k + stages into it with no barrier between), with the default

@@ -86,10 +86,14 @@ const Shape shapes[] = {
     {1, 130, 3, 97},    // prime K, thin N, two block rows
 };
 
+// The last two have more iterations (8 and 13) than the deepest pipeline has slots (4), so
+// every slot is reused, as in the GEMM's shapes.
 const Shape batched_shapes[] = {
     {3, 50, 40, 30},
     {2, 64, 64, 8},
     {4, 7, 5, 3},
+    {2, 64, 64, 64},   // whole tiles
+    {2, 70, 45, 97},   // prime K, every tail
 };
 
 class MatMul : public ::testing::TestWithParam<Variant> {};

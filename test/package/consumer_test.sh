@@ -20,4 +20,11 @@ fi
 cmake -S "$consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" ||
     { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" || exit 1
+# The pass ran in the consumer's generator: its kernel addresses 3 slots (k % 3), which the same
+# schedule without alcop::Func::pipeline(3) never does.
+mkdir "$work/stmt"
+"$work/build/consumer_generators" -g pipelined_gemm -e stmt -o "$work/stmt" target=host-opencl
+slots=$(grep -a -c '% 3' "$work/stmt/pipelined_gemm.stmt" || true)
+[ "$slots" -gt 0 ] || { echo "the consumer's pipelined_gemm was not pipelined"; exit 1; }
+echo "pipelined_gemm addresses its 3 slots in $slots places"
 "$work/build/consumer"

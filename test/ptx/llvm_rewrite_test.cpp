@@ -335,9 +335,11 @@ TEST(LlvmRewrite, CommitAndWaitBecomeGroupInstructions) {
     ASSERT_NE(copy, std::string::npos) << ptx;
     ASSERT_NE(commit, std::string::npos) << ptx;
     ASSERT_NE(wait, std::string::npos) << ptx;
+    const size_t barrier = ptx.find("bar.sync");
+    ASSERT_NE(barrier, std::string::npos) << ptx;
     EXPECT_LT(copy, commit);
     EXPECT_LT(commit, wait);
-    EXPECT_LT(wait, ptx.find("bar.sync"));
+    EXPECT_LT(wait, barrier);
     EXPECT_EQ(count(ptx, "cp.async.commit_group"), 1);
     EXPECT_EQ(count(ptx, "cp.async.wait_group"), 1);
 

@@ -3,6 +3,7 @@
 #include "Error.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace alcop {
 namespace testing {
@@ -49,8 +50,13 @@ class EmulatedAsync : public CopyLowering {
     std::string groups;
     Expr ring;
 
+    // Every copy issued for the loop (the prologue's, and the loop's in terms of its variable),
+    // writing a poison instead of its values: what finish() runs before the prologue.
+    std::vector<Stmt> poisoned_copies;
+
     void start_loop() {
         held.clear();
+        poisoned_copies.clear();
         groups = unique_name("alcop_emulated_groups");
         ring = Variable::make(Int(32), unique_name("alcop_emulated_ring"));
     }
@@ -142,6 +148,37 @@ class EmulatedAsync : public CopyLowering {
         return rounds.empty() ? Evaluate::make(0) : Block::make(rounds);
     }
 
+    /** `copy` writing NaN (integers: their maximum) where it would write its values, under
+     * `in_range`; no longer a production of its Func. */
+    static Stmt poisoned(const Stmt &copy, const Expr &in_range) {
+        class Poison : public IRMutator {
+            using IRMutator::visit;
+
+            Stmt visit(const Store *op) override {
+                const Type t = op->value.type();
+                Expr poison = t.is_float() ? make_const(t, std::nan("")) : t.max();
+                return Store::make(op->name, poison, op->index, op->param, op->predicate, op->alignment);
+            }
+
+            Stmt visit(const ProducerConsumer *op) override {
+                return mutate(op->body);
+            }
+        };
+        return IfThenElse::make(in_range, Poison().mutate(copy));
+    }
+
+    /** The pipelined loop of `pipelined`, the last loop of its top-level sequence. */
+    static const For *pipelined_loop(const Stmt &pipelined) {
+        const For *loop = nullptr;
+        for (Stmt s = pipelined; s.defined();) {
+            const Block *b = s.as<Block>();
+            if (const For *f = (b ? b->first : s).as<For>()) loop = f;
+            s = b ? b->rest : Stmt();
+        }
+        internal_assert(loop) << "alcop: no loop in the emulated pipeline\n";
+        return loop;
+    }
+
     static const Call *marker(const Evaluate *e, const char *name) {
         const Call *c = e->value.as<Call>();
         return c && c->name == name ? c : nullptr;
@@ -176,6 +213,7 @@ public:
         // Make room in the ring first (a no-op unless waits are missing).
         Stmt make_room = Evaluate::make(Call::make(Int(32), emulated_wait_name, {ring - 1}, Call::Extern));
         result.before_compute = Block::make(make_room, IfThenElse::make(in_range, holder.mutate(copy)));
+        poisoned_copies.push_back(poisoned(copy, in_range));
         return result;
     }
 
@@ -230,7 +268,21 @@ public:
                 init.push_back(store(h.flags, make_zero(UInt(8)), e));
             }
         }
-        body = Block::make(Block::make(init), body);
+        // Every slot poisoned before the prologue. A slot read before the wait that delivers
+        // its tile (a missing or short wait) would otherwise read whatever shared memory held:
+        // pocl reuses local memory across work-groups and launches, so that can be the very
+        // tile an earlier run on the same inputs left there, and a broken pipeline would
+        // compute the right numbers. Poisoned, such a read makes the output NaN whatever ran
+        // before; a correct pipeline overwrites each slot before reading it. The copies of the
+        // prologue and of the loop's first iteration fill every slot, each thread poisoning
+        // what it copies. The barrier before orders the poison after earlier readers of the
+        // allocation; the prologue starts with one that orders it before the copies.
+        const For *loop = pipelined_loop(pipelined);
+        Stmt poison = substitute(loop->name, loop->min, Block::make(poisoned_copies));
+        Stmt barrier = Evaluate::make(Call::make(Int(32), Call::gpu_thread_barrier,
+                                                 {IntImm::make(Int(32), CodeGen_GPU_Dev::MemoryFenceType::Shared)},
+                                                 Call::Intrinsic));
+        body = Block::make({Block::make(init), barrier, poison, body});
         auto allocate = [&](const std::string &name, Type t, int elements) {
             body = with_registers(name, t, elements, body);
         };

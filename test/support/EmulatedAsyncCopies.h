@@ -12,10 +12,12 @@
  * first, and only then. Issuing into a full ring first writes the oldest group, which only
  * happens when groups pile up across iterations (a missing wait): still a completion order
  * cp.async allows. So a wait that is missing or retires too few groups leaves a tile out of its
- * slot when it is read, and the numbers are wrong whatever the order of the threads. Writing
- * late is the wrong test for a missing write-after-read barrier, whose race needs the write
- * early: the other kinds catch that one (test/opencl/fault_test.cpp). A copy with a loop
- * inside is an error (its stores would need one set of registers per trip).
+ * slot when it is read, and the numbers are wrong whatever the order of the threads; every slot
+ * is poisoned (NaN) before the prologue, so that such a read cannot find a right tile that an
+ * earlier run left there either. Writing late is the wrong test for a missing write-after-read
+ * barrier, whose race needs the write early: the other kinds catch that one
+ * (test/opencl/fault_test.cpp). A copy with a loop inside is an error (its stores would need
+ * one set of registers per trip).
  */
 
 #include "copy/CopyLowering.h"

@@ -238,6 +238,13 @@ class RecordEvents : public IRVisitor {
         return find.found;
     }
 
+    /** The register slot of the first constant index of `prefix`... in s (4 floats a slot), -1
+     * when there is none: -1 / 4 would be slot 0. */
+    static int slot_of(const Stmt &s, const std::string &prefix, bool stores) {
+        const int index = first_constant_index(s, prefix, stores);
+        return index < 0 ? -1 : index / 4;
+    }
+
     void visit(const For *op) override {
         const bool streaming = op->name.find("r$y") != std::string::npos;
         in_loop += streaming;
@@ -263,12 +270,12 @@ class RecordEvents : public IRVisitor {
         // thread_n = 4), so the slot is index / 4. A compute reads both; A's slot tells.
         const bool fragment = op->name.find("_in_prod") != std::string::npos;
         if (fragment && op->is_producer) {
-            events.push_back({std::string("load ") + op->name[0], first_constant_index(op->body, op->name, true) / 4,
-                              guarded_next, in_loop > 0});
+            events.push_back({std::string("load ") + op->name[0], slot_of(op->body, op->name, true), guarded_next,
+                              in_loop > 0});
             return;
         }
         if (fragment && op->name[0] == 'A') {
-            events.push_back({"compute", first_constant_index(op->body, op->name, false) / 4, false, in_loop > 0});
+            events.push_back({"compute", slot_of(op->body, op->name, false), false, in_loop > 0});
             return;
         }
         IRVisitor::visit(op);
@@ -303,6 +310,7 @@ std::vector<std::string> two_level_problems(const std::vector<Event> &events, in
     };
     std::vector<Event> prologue, loop;
     for (const Event &e : events) {
+        expect(e.what == "barrier" || e.slot >= 0, e.what + " at no constant register slot");
         if (e.in_loop) {
             loop.push_back(e);
         } else if (loop.empty()) {
@@ -360,10 +368,18 @@ TEST_P(TwoLevel, PrefetchesFragmentsAcrossTheTileAfterItsBarrier) {
     EXPECT_EQ(join(two_level_problems(two_level_events(stages, register_stages), register_stages)), "");
 }
 
-// The checker bites: each deliberately broken two-level pipeline has a problem it names.
+// The checker bites: each deliberately broken two-level pipeline has the problem it names.
 TEST(TwoLevelBroken, IsCaught) {
-    for (const std::string fault : {"fragment_before_barrier", "slot_off_by_one", "drop_barrier"}) {
-        EXPECT_NE(join(two_level_problems(two_level_events(3, 2, fault), 2)), "") << fault << " was not caught";
+    const std::pair<std::string, std::string> faults[] = {
+        {"fragment_before_barrier", "a load on the wrong side of the barrier"},
+        {"slot_off_by_one", "reads the wrong slot"},
+        {"drop_barrier", "not one barrier per iteration"},
+    };
+    for (const auto &[fault, problem] : faults) {
+        const std::vector<Event> events = two_level_events(3, 2, fault);
+        ASSERT_FALSE(events.empty()) << fault;
+        const std::string problems = join(two_level_problems(events, 2));
+        EXPECT_NE(problems.find(problem), std::string::npos) << fault << " was not caught as such: " << problems;
     }
 }
 

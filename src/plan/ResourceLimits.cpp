@@ -1,0 +1,130 @@
+#include "plan/ResourceLimits.h"
+
+#include "Error.h"
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
+
+#include <set>
+#include <sstream>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+/** The shared memory a block may use (Options::shared_memory_limit, in Directive.h), and why. */
+int64_t shared_memory_limit(const Options &options, DeviceAPI device, std::string *why) {
+    if (options.shared_memory_limit > 0) {
+        *why = "set by alcop::Options::shared_memory_limit";
+        return options.shared_memory_limit;
+    }
+    if (device == DeviceAPI::CUDA) {
+        *why = "the default for CUDA: Halide 14's runtime launches kernels without the shared-memory opt-in";
+    } else if (device == DeviceAPI::OpenCL) {
+        *why = "the default for OpenCL, whose device's local memory size is not known at compile time";
+    } else {
+        *why = "the default for GPU kernels";
+    }
+    return model::smem_limit_bytes(model::default_gpu(), model::RuntimeLimits::HalideDefault);
+}
+
+/** More than any GPU gives a thread (255 on NVIDIA's, 512 with the accumulation registers of
+ * AMD's CDNA). */
+constexpr int max_registers_per_thread = 512;
+
+/** How far a kernel on `device` may raise its shared-memory limit. */
+std::string raise_shared_hint(DeviceAPI device) {
+    std::ostringstream hint;
+    if (device == DeviceAPI::CUDA) {
+        hint << ": an app that links HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h) may use its GPU's opt-in maximum ("
+             << model::default_gpu().smem_per_block_optin << " bytes on the " << model::default_gpu().name << ")";
+    } else if (device == DeviceAPI::OpenCL) {
+        hint << ": up to the device's CL_DEVICE_LOCAL_MEM_SIZE";
+    }
+    return hint.str();
+}
+
+/** The registers per thread the register slots of one loop may take (Options::register_limit). */
+int register_limit(const Options &options, std::string *why) {
+    // The check bounds the register stages, and with them what the rewrite unrolls.
+    user_assert(options.register_limit <= max_registers_per_thread)
+        << "alcop::Options::register_limit is " << options.register_limit << ", but no GPU gives a thread more "
+        << "than " << max_registers_per_thread << " registers.\n";
+    if (options.register_limit > 0) {
+        *why = "set by alcop::Options::register_limit";
+        return options.register_limit;
+    }
+    if (options.target.has_feature(Target::CUDA)) {
+        *why = "the default for CUDA: Halide 14's runtime caps every kernel at that many registers per thread";
+        return model::register_limit(model::default_gpu(), model::RuntimeLimits::HalideDefault);
+    }
+    *why = "the default: the most a thread of any GPU the model knows holds before it spills";
+    return model::default_gpu().max_registers_per_thread;
+}
+
+}  // namespace
+
+void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
+                           const std::vector<FragmentLoop> &fragments, const Options &options) {
+    for (size_t i = 0; i < plans.size(); i++) {
+        const KernelPlan &plan = plans[i];
+        std::string why;
+        const int64_t limit = shared_memory_limit(options, analysis.kernels[i].device, &why);
+        if (plan.total_bytes <= limit) continue;
+        std::ostringstream funcs, slots;
+        std::set<std::string> named;
+        int64_t largest_loop = 0;  // the bytes of the slots of the loop that has the most
+        for (const LoopPlan &l : plan.loops) {
+            int64_t bytes = 0;
+            for (const BufferPlan &b : l.buffers) {
+                bytes += b.stages * b.slot_bytes;
+            }
+            largest_loop = std::max(largest_loop, bytes);
+            for (const BufferPlan &b : l.buffers) {
+                if (!named.insert(b.func).second) continue;
+                funcs << (named.size() > 1 ? ", " : "") << user_name(b.func);
+                slots << (named.size() > 1 ? ", " : "") << user_name(b.func) << ": " << b.stages << " stages x "
+                      << b.slot_bytes << " bytes";
+            }
+        }
+        user_error << "alcop::pipeline(" << funcs.str() << "): the GPU kernel that pipelines "
+                   << (named.size() > 1 ? "them" : "it") << " would need " << (plan.total_known ? "" : "at least ")
+                   << plan.total_bytes << " bytes of shared memory per block (" << slots.str()
+                   << (plan.total_known && plan.total_bytes > largest_loop ?
+                           ", and " + std::to_string(plan.total_bytes - largest_loop) +
+                               " bytes of the kernel's other data and alignment" :
+                           "")
+                   << "), more than the limit of " << limit << " bytes (" << why << "). Use fewer stages or smaller "
+                   << "tiles, or raise the limit with alcop::Options::shared_memory_limit if the kernel may use "
+                   << "more" << raise_shared_hint(analysis.kernels[i].device) << ".\n";
+    }
+    for (const FragmentLoop &l : fragments) {
+        std::string why;
+        const int limit = register_limit(options, &why);
+        int64_t registers = 0;
+        std::ostringstream funcs, slots;
+        for (const Fragment &f : l.fragments) {
+            const int64_t words = (f.storage->type.bytes() + 3) / 4;
+            registers += (int64_t)l.stages * f.elements * words;
+            const bool first = &f == &l.fragments.front();
+            funcs << (first ? "" : ", ") << user_name(f.func);
+            slots << (first ? "" : ", ") << user_name(f.func) << ": " << l.stages << " stages x " << f.elements
+                  << " x " << f.storage->type.bytes() << " bytes";
+        }
+        user_assert(registers <= limit)
+            << "alcop::pipeline(" << funcs.str() << ", Level::Register): the register slots in "
+            << describe_loop(l.loop) << " would take " << registers << " 32-bit registers per thread ("
+            << slots.str() << "), more than the limit of " << limit << " (" << why << "). Use fewer register "
+            << "stages or smaller fragments, or raise the limit with alcop::Options::register_limit if the "
+            << "kernel may use more"
+            << (options.target.has_feature(Target::CUDA) ?
+                    ": an app that links HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h) may use " +
+                        std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) :
+                    std::string())
+            << ".\n";
+    }
+}
+
+}  // namespace alcop
