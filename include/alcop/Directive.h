@@ -41,6 +41,36 @@ Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
  * Other targets ignore it; blocks < 1 is a user error. Returns f. */
 Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
 
+/** Compute the inner product of the accumulator `f` with tensor cores (CUDA, sm_80 or newer):
+ * each warp computes a `warp_m` x `warp_n` tile of f with `mma.sync.m16n8k16` (fp16 or bf16
+ * operands, fp32 accumulators) on fragments loaded from shared memory by `ldmatrix`. f is a
+ * plain sum over fp16 (Float(16)) or bf16 (BFloat(16)) operands staged in GPU shared memory:
+ *
+ *     prod(x, y) = 0.0f;
+ *     prod(x, y) += f32(A_shared(k, y)) * f32(B_shared(x, k));   // x: N, y: M
+ *
+ * and its update (and pure definition) is scheduled so that each thread holds the accumulators
+ * that mma.sync gives its lane: with lane = t + 4 g (t < 4, g < 8) and a warp tile at (x0, y0),
+ * the lane holds x = x0 + 8 i + 2 t + {0, 1}, y = y0 + 16 j + g + {0, 8} for i < warp_n / 8 and
+ * j < warp_m / 16 (schedule_tensor_core_tile() below writes that schedule). The lowering pass
+ * checks the request (a user error names the Func and the reason): warp_m and warp_n multiples of
+ * 16 (one ldmatrix.x4 loads B for two n8 tiles), a serial K loop inside a chunk of a multiple of 16, operand types the instruction has, operands contiguous along K or along M/N in
+ * their shared tiles, threads that form whole warps, and per-thread accumulators in the
+ * fragment layout. A later call on the same Func replaces an earlier one. Returns f. */
+Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
+
+/** Schedules `stage` (the pure definition or the update of a tensor_cores() accumulator, or the
+ * Func that stores it) over an already tiled block tile: splits x (N) and y (M) by the warp
+ * tile and by the mma.sync accumulator layout, fuses the lane (t + 4 g) and the warp index, and
+ * makes them `gpu_threads(lane, warp)`, with the per-thread register tile unrolled. x and y
+ * must be the Vars of the block tile's inner dimensions, of extents that warp_n and warp_m
+ * divide. Loop order, innermost first: the unrolled register tile, `within_chunk` (an update's
+ * reduction inside one staged chunk: the k loop the mma steps replace), the threads (lane,
+ * warp), then `chunks` (the streaming loop and any outer reduction). Returns the stage. */
+Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Halide::Var x, Halide::Var y, int warp_m, int warp_n,
+                                        const std::vector<Halide::RVar> &within_chunk = {},
+                                        const std::vector<Halide::RVar> &chunks = {});
+
 /** A Halide::Func with the ALCOP directives as members, and nothing else:
  *
  *     alcop::Func A_shared("A_shared");
@@ -62,6 +92,9 @@ public:
 
     /** alcop::min_blocks_per_sm(*this, blocks). */
     Func &min_blocks_per_sm(int blocks);
+
+    /** alcop::tensor_cores(*this, warp_m, warp_n). */
+    Func &tensor_cores(int warp_m, int warp_n);
 };
 
 /** How the copies of a pipelined Func are made. */

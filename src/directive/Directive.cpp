@@ -22,6 +22,9 @@ const char *const tag_prefix = "alcop.pipeline ";
 // "alcop.min_blocks_per_sm <blocks>"; the last tag wins.
 const char *const launch_bounds_prefix = "alcop.min_blocks_per_sm ";
 
+// "alcop.tensor_cores <warp_m> <warp_n>"; the last tag wins.
+const char *const tensor_cores_prefix = "alcop.tensor_cores ";
+
 std::optional<Level> parse_level(const std::string &s) {
     if (s == "shared") return Level::Shared;
     if (s == "register") return Level::Register;
@@ -83,8 +86,60 @@ std::optional<int> requested_min_blocks_per_sm(const Function &f) {
     return result;
 }
 
+Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n) {
+    user_assert(f.defined()) << "alcop::tensor_cores(" << user_name(f.name()) << "): the Func has no definition.\n";
+    user_assert(warp_m > 0 && warp_n > 0 && warp_m % 16 == 0 && warp_n % 16 == 0)
+        << "alcop::tensor_cores(" << user_name(f.name()) << ", " << warp_m << ", " << warp_n
+        << "): the warp tile " << warp_m << " x " << warp_n << " (M x N) is not a multiple of the instruction "
+        << "shape: mma.sync.m16n8k16 computes 16 x 8 tiles and one ldmatrix.x4 loads B for two of them, so "
+        << "warp_m and warp_n must be positive multiples of 16.\n";
+    f.add_trace_tag(tensor_cores_prefix + std::to_string(warp_m) + " " + std::to_string(warp_n));
+    return f;
+}
+
+std::optional<TensorCoreRequest> requested_tensor_cores(const Function &f) {
+    std::optional<TensorCoreRequest> result;
+    for (const std::string &tag : f.get_trace_tags()) {
+        if (tag.rfind(tensor_cores_prefix, 0) != 0) continue;
+        std::istringstream in(tag.substr(strlen(tensor_cores_prefix)));
+        TensorCoreRequest r;
+        in >> r.warp_m >> r.warp_n;
+        internal_assert(in) << "Malformed ALCOP tag on " << f.name() << ": " << tag << "\n";
+        result = r;
+    }
+    return result;
+}
+
+Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int warp_m, int warp_n,
+                                        const std::vector<RVar> &within_chunk, const std::vector<RVar> &chunks) {
+    user_assert(warp_m > 0 && warp_n > 0 && warp_m % 16 == 0 && warp_n % 16 == 0)
+        << "alcop::schedule_tensor_core_tile(" << user_name(stage.name()) << ", " << warp_m << ", " << warp_n
+        << "): the warp tile is not a multiple of the instruction shape (warp_m and warp_n multiples of 16).\n";
+    // x = xw * warp_n + 8 i + 2 t + e,  y = yw * warp_m + 16 j + 8 h + g,  lane = t + 4 g.
+    Var xw("tc_xw"), xl("tc_xl"), yw("tc_yw"), yl("tc_yl"), i("tc_i"), xq("tc_xq"), t("tc_t"), e("tc_e");
+    Var j("tc_j"), yq("tc_yq"), h("tc_h"), g("tc_g"), lane("tc_lane"), warp("tc_warp");
+    stage.split(x, xw, xl, warp_n)
+        .split(y, yw, yl, warp_m)
+        .split(xl, i, xq, 8)
+        .split(xq, t, e, 2)
+        .split(yl, j, yq, 16)
+        .split(yq, h, g, 8);
+    std::vector<VarOrRVar> order{e, h, i, j};
+    order.insert(order.end(), within_chunk.begin(), within_chunk.end());
+    order.insert(order.end(), {t, g, xw, yw});
+    order.insert(order.end(), chunks.begin(), chunks.end());
+    stage.reorder(order).fuse(t, g, lane).fuse(xw, yw, warp).gpu_threads(lane, warp);
+    stage.unroll(e).unroll(h).unroll(i).unroll(j);
+    return stage;
+}
+
 Func &Func::pipeline(int stages, Level level) {
     alcop::pipeline(*this, stages, level);
+    return *this;
+}
+
+Func &Func::tensor_cores(int warp_m, int warp_n) {
+    alcop::tensor_cores(*this, warp_m, warp_n);
     return *this;
 }
 

@@ -22,6 +22,15 @@ struct PipelineRequest {
     Level level = Level::Shared;
 };
 
+/** What alcop::tensor_cores() asked for an accumulator Func: its warp tile. */
+struct TensorCoreRequest {
+    int warp_m = 0;  ///< rows (y, the M side) of one warp's tile
+    int warp_n = 0;  ///< columns (x, the N side)
+};
+
+/** The tensor-core request recorded on a Function, if any (the last one wins). */
+std::optional<TensorCoreRequest> requested_tensor_cores(const Halide::Internal::Function &f);
+
 /** The pipeline request recorded on a Function, if any (the last one wins). */
 std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Function &f);
 

@@ -1,5 +1,6 @@
 #include "rewrite/LowerPipelines.h"
 
+#include "analysis/TensorCoreAnalysis.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
 #include "model/GpuSpec.h"
@@ -7,6 +8,7 @@
 #include "plan/ResourceLimits.h"
 #include "rewrite/CompactRegisters.h"
 #include "rewrite/InjectPipelines.h"
+#include "rewrite/MmaInnerProduct.h"
 
 #include "Error.h"
 
@@ -95,10 +97,15 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     if (automatic) {
         requests = automatic_requests(s, outputs, requests, options_);
     }
-    // The passes, in order: the pipelines (both levels), then the per-thread register tiles
-    // shrunk to one thread's window (the rewrite's register slots included), then the launch
-    // bounds marked on the kernels they ask for.
+    // The passes, in order: the tensor-core analysis (on the Stmt as received), the pipelines
+    // (both levels), the tensor-core rewrite of the inner products (it reads the consumers'
+    // loads after the pipeline rewrite moved them into their slots, so that each ldmatrix row
+    // is one address plus constants), then the per-thread register tiles shrunk to one
+    // thread's window (the rewrite's register slots included), then the launch bounds marked
+    // on the kernels they ask for.
+    const std::vector<TensorCoreUse> tensor_cores = analyze_tensor_cores(s, outputs, options_.target);
     Stmt result = inject_pipelines(s, requests, options_, hooks);
+    result = rewrite_inner_products(result, tensor_cores);
     result = compact_thread_registers(result);
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {

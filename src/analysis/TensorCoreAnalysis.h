@@ -1,0 +1,76 @@
+#ifndef ALCOP_TENSOR_CORE_ANALYSIS_H
+#define ALCOP_TENSOR_CORE_ANALYSIS_H
+
+/** \file
+ * Checks each alcop::tensor_cores() request against what mma.sync.m16n8k16 and ldmatrix can
+ * do, and describes the inner product it is to replace. It changes nothing.
+ *
+ * The accumulator P (the Func the directive names) must be
+ *
+ *     P(x, y) = <anything>;   P(x, y) = P(x, y) + f32(A(ka, y)) * f32(B(x, kb))   (either order)
+ *
+ * with x the N side and y the M side, ka and kb the same reduction index, A and B Funcs of
+ * one type the instruction has (Float(16) or BFloat(16)) stored in GPU shared memory, and P
+ * of type Float(32). In its shared tile each operand must be contiguous along K (its innermost
+ * storage dimension is indexed by the reduction index: ldmatrix, for A; ldmatrix.trans for B)
+ * or along M/N (indexed by y, resp. x, with unit stride: ldmatrix.trans for A, ldmatrix for
+ * B). In the lowered kernel the thread loops around P's update must form whole warps (the
+ * innermost thread dimension a multiple of 32 threads) and the accumulators each lane of a
+ * warp updates must be those mma.sync gives that lane (TensorCoreMarkers.h, "C and D"), over
+ * a warp_m x warp_n tile: with lane = t + 4 g, x = x0 + 8 i + 2 t + {0, 1},
+ * y = y0 + 16 j + g + {0, 8}. Each violation is a Halide user_error that names the Func and
+ * the reason.
+ */
+
+#include "directive/Requests.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+/** How an operand sits in its shared tile. */
+enum class OperandMajor {
+    K,      ///< contiguous along the reduction
+    Outer   ///< contiguous along M (A) or N (B)
+};
+
+/** One accepted request, as the rewrite needs it. */
+struct TensorCoreUse {
+    std::string accumulator;  ///< P
+    TensorCoreRequest tile;
+    std::string a, b;         ///< the shared Funcs of the M side (A) and the N side (B)
+    Halide::Type element;     ///< Float(16) or BFloat(16)
+    OperandMajor a_major = OperandMajor::K, b_major = OperandMajor::K;
+    /** The width (x extent) of the accumulator's storage, its bound_extent; 0 when the
+     * lowered Stmt does not hold the update. */
+    int64_t width = 0;
+    /** ldmatrix.trans serves an operand that is not in the instruction's own layout: A
+     * contiguous along M, B ("col") contiguous along N. */
+    bool a_trans() const {
+        return a_major == OperandMajor::Outer;
+    }
+    bool b_trans() const {
+        return b_major == OperandMajor::Outer;
+    }
+};
+
+/** The tensor-core requests recorded on the Funcs of a pipeline (keyed by Func name). */
+std::map<std::string, TensorCoreRequest> collect_tensor_core_requests(
+    const std::vector<Halide::Internal::Function> &outputs);
+
+/** Checks the requests on the Funcs of `outputs` against their definitions and the lowered
+ * `s` compiled for `target`; returns the accepted uses. Throws Halide::CompileError
+ * (user_error) on an illegal request. With `any_target` the target is not checked (the
+ * test-only emulation of the instructions on other GPU APIs). */
+std::vector<TensorCoreUse> analyze_tensor_cores(const Halide::Internal::Stmt &s,
+                                                const std::vector<Halide::Internal::Function> &outputs,
+                                                const Halide::Target &target, bool any_target = false);
+
+/** How the user errors start: "alcop::tensor_cores(P)". */
+std::string tensor_cores_call(const std::string &func);
+
+}  // namespace alcop
+
+#endif

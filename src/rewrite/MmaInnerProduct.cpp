@@ -1,0 +1,337 @@
+#include "rewrite/MmaInnerProduct.h"
+
+#include "Error.h"
+#include "analysis/PipelineAnalysis.h"
+#include "codegen/TensorCoreMarkers.h"
+
+#include <map>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+bool is_accumulator(const std::string &buffer, const std::string &func) {
+    return buffer == func || buffer == func + ".0";
+}
+
+/** The loads of `e`, outermost first. */
+std::vector<const Load *> loads_of(const Expr &e) {
+    struct V : IRVisitor {
+        std::vector<const Load *> found;
+        using IRVisitor::visit;
+        void visit(const Load *op) override {
+            found.push_back(op);
+            IRVisitor::visit(op);
+        }
+    } v;
+    e.accept(&v);
+    return v.found;
+}
+
+/** Whether `s` accumulates into `func` (a store whose value loads it). */
+bool updates(const Stmt &s, const std::string &func) {
+    struct V : IRVisitor {
+        const std::string &func;
+        bool found = false;
+        explicit V(const std::string &f)
+            : func(f) {
+        }
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            if (!is_accumulator(op->name, func)) return;
+            for (const Load *l : loads_of(op->value)) {
+                found = found || is_accumulator(l->name, func);
+            }
+        }
+    } v(func);
+    s.accept(&v);
+    return v.found;
+}
+
+/** Whether a loop inside `s` holds an update of `func`. */
+bool loop_inside_updates(const Stmt &s, const std::string &func) {
+    struct V : IRVisitor {
+        const std::string &func;
+        bool found = false;
+        explicit V(const std::string &f)
+            : func(f) {
+        }
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            found = found || updates(op->body, func);
+        }
+    } v(func);
+    s.accept(&v);
+    return v.found;
+}
+
+/** `e` with `values` substituted and every other variable 0, as a constant. */
+int64_t evaluate(Expr e, const std::map<std::string, Expr> &values) {
+    e = substitute(values, e);
+    struct Zero : IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            return make_zero(op->type);
+        }
+    } zero;
+    e = simplify(zero.mutate(e));
+    const int64_t *v = as_const_int(e);
+    internal_assert(v) << "tensor cores: not a constant: " << e << "\n";
+    return *v;
+}
+
+struct Update {
+    Expr index;        // of the accumulator element
+    const Load *a, *b; // the operands' loads
+    int i = 0, j = 0, e = 0, h = 0;
+};
+
+class RewriteInnerProducts : public IRMutator {
+public:
+    explicit RewriteInnerProducts(const std::vector<TensorCoreUse> &uses)
+        : uses(uses) {
+    }
+
+private:
+    using IRMutator::visit;
+    const std::vector<TensorCoreUse> &uses;
+    std::vector<const For *> threads;
+    std::vector<std::pair<std::string, Expr>> enclosing;  // the lets around the node visited
+
+    Stmt visit(const LetStmt *op) override {
+        enclosing.emplace_back(op->name, op->value);
+        Stmt body = mutate(op->body);
+        enclosing.pop_back();
+        return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
+    }
+
+    /** evaluate() with the enclosing lets substituted. */
+    int64_t value_of(Expr e, const std::map<std::string, Expr> &values) const {
+        for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+            e = substitute(it->first, it->second, e);
+        }
+        return evaluate(e, values);
+    }
+
+    Stmt visit(const For *op) override {
+        if (op->for_type == ForType::GPUThread) {
+            threads.push_back(op);
+            Stmt s = IRMutator::visit(op);
+            threads.pop_back();
+            return s;
+        }
+        if (op->for_type == ForType::Serial && !threads.empty()) {
+            for (const TensorCoreUse &u : uses) {
+                if (u.width > 0 && updates(op->body, u.accumulator) && !loop_inside_updates(op->body, u.accumulator)) {
+                    return rewrite(op, u);
+                }
+            }
+        }
+        return IRMutator::visit(op);
+    }
+
+    Stmt rewrite(const For *loop, const TensorCoreUse &use) {
+        const std::string lane = threads.back()->name;
+        const std::string &k = loop->name;
+        // The updates, with the lets of the loop body substituted.
+        std::vector<Update> found;
+        struct Collect : IRVisitor {
+            const std::string &acc;
+            std::vector<Update> &found;
+            Collect(const std::string &acc, std::vector<Update> &found)
+                : acc(acc), found(found) {
+            }
+            using IRVisitor::visit;
+            void visit(const Store *op) override {
+                if (!is_accumulator(op->name, acc)) return;
+                std::vector<const Load *> operands;
+                for (const Load *l : loads_of(op->value)) {
+                    if (!is_accumulator(l->name, acc)) operands.push_back(l);
+                }
+                internal_assert(operands.size() == 2) << "tensor cores: the update of " << acc << " reads "
+                                                      << operands.size() << " operands: " << op->value << "\n";
+                found.push_back({op->index, operands[0], operands[1]});
+            }
+        } collect(use.accumulator, found);
+        Stmt body = substitute_in_all_lets(loop->body);
+        body.accept(&collect);
+        std::string acc_buffer;
+        {
+            struct Name : IRVisitor {
+                const std::string &acc;
+                std::string name;
+                explicit Name(const std::string &a)
+                    : acc(a) {
+                }
+                using IRVisitor::visit;
+                void visit(const Store *op) override {
+                    if (is_accumulator(op->name, acc)) name = op->name;
+                }
+            } n(use.accumulator);
+            body.accept(&n);
+            acc_buffer = n.name;
+        }
+        auto at_lane = [&](int l, int64_t kk = 0) {
+            return std::map<std::string, Expr>{{lane, threads.back()->min + l}, {k, loop->min + (int)kk}};
+        };
+        // Which operand is A (depends on the lane through g = lane / 4) and which is B (t = lane % 4).
+        for (Update &u : found) {
+            if (value_of(u.a->index, at_lane(0)) != value_of(u.a->index, at_lane(1))) std::swap(u.a, u.b);
+        }
+        // Which accumulator each update is, from lane 0.
+        int64_t x0 = INT64_MAX, y0 = INT64_MAX;
+        std::vector<std::pair<int64_t, int64_t>> xy;
+        for (const Update &u : found) {
+            const int64_t flat = value_of(u.index, at_lane(0));
+            xy.push_back({flat % use.width, flat / use.width});
+            x0 = std::min(x0, xy.back().first);
+            y0 = std::min(y0, xy.back().second);
+        }
+        std::map<std::tuple<int, int, int, int>, const Update *> by_position;  // (i, j, e, h)
+        for (size_t n = 0; n < found.size(); n++) {
+            Update &u = found[n];
+            const int64_t dx = xy[n].first - x0, dy = xy[n].second - y0;
+            u.i = dx / 8, u.e = dx % 8, u.j = dy / 16, u.h = (dy % 16) / 8;
+            internal_assert(u.e < 2 && dy % 8 == 0) << "tensor cores: not the fragment layout\n";
+            by_position[{u.i, u.j, u.e, u.h}] = &u;
+        }
+        const int tiles_m = use.tile.warp_m / 16, tiles_n = use.tile.warp_n / 8;
+        internal_assert((int)by_position.size() == tiles_m * tiles_n * 4 && found.size() == by_position.size());
+        const Update &first = *by_position.at({0, 0, 0, 0});
+        // Strides of the operands' shared tiles, in elements.
+        const Expr &ia = first.a->index, &ib = first.b->index;
+        const int64_t a_k = value_of(ia, at_lane(0, 1)) - value_of(ia, at_lane(0)),
+                      a_m = value_of(ia, at_lane(4)) - value_of(ia, at_lane(0)),
+                      b_k = value_of(ib, at_lane(0, 1)) - value_of(ib, at_lane(0)),
+                      b_n2 = value_of(ib, at_lane(1)) - value_of(ib, at_lane(0));
+        internal_assert(b_n2 % 2 == 0);
+        const int64_t b_n = b_n2 / 2;
+        const bool a_trans = a_k != 1, b_trans = b_k != 1;
+        internal_assert((a_k == 1 || a_m == 1) && (b_k == 1 || b_n == 1))
+            << "tensor cores: operand strides " << a_k << " " << a_m << " " << b_k << " " << b_n << "\n";
+        internal_assert(a_trans == use.a_trans() && b_trans == use.b_trans());
+
+        const int64_t *extent = as_const_int(loop->extent);
+        internal_assert(extent && *extent % 16 == 0);
+        std::vector<Stmt> k_steps;
+        for (int ks = 0; ks < *extent / 16; ks++) {
+            k_steps.push_back(k_step(loop, use, lane, ks, by_position, first, a_k, a_m, b_k, b_n, acc_buffer));
+        }
+        return Block::make(k_steps);
+    }
+
+    /** One 16-wide step ks of the K loop: the operands' indices at lane 0, row 0, column 16 ks. */
+    Stmt k_step(const For *loop, const TensorCoreUse &use, const std::string &lane, int ks,
+                const std::map<std::tuple<int, int, int, int>, const Update *> &by_position, const Update &first,
+                int64_t a_k, int64_t a_m, int64_t b_k, int64_t b_n, const std::string &acc_buffer) {
+        const std::string &k = loop->name;
+        const bool a_trans = a_k != 1, b_trans = b_k != 1;
+        const int tiles_m = use.tile.warp_m / 16, tiles_n = use.tile.warp_n / 8;
+        // The operands' indices with every enclosing let inlined: a let may depend on the lane
+        // (e.g. a row index g = lane / 4), and the base must be lane 0's.
+        Expr ia = first.a->index, ib = first.b->index;
+        for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+            ia = substitute(it->first, it->second, ia);
+            ib = substitute(it->first, it->second, ib);
+        }
+        Expr k_at = loop->min + ks * 16;
+        Expr lane_var = Variable::make(Int(32), lane) - threads.back()->min;
+        const std::map<std::string, Expr> at_base{{lane, threads.back()->min}, {k, k_at}};
+        Expr base_a = simplify(substitute(at_base, ia));
+        Expr base_b = simplify(substitute(at_base, ib));
+        Expr r = lane_var % 8, q = lane_var / 8;
+
+        std::vector<std::pair<std::string, Expr>> lets;
+        auto ldmatrix = [&](const Load *like, const Expr &row, int64_t along, bool trans, const std::string &prefix) {
+            std::vector<std::string> names;
+            std::vector<Expr> elements;
+            for (int c = 0; c < 8; c++) {
+                elements.push_back(Load::make(like->type, like->name, simplify(row + (int)(c * along)), Buffer<>(),
+                                              Parameter(), const_true(), ModulusRemainder()));
+            }
+            for (int reg = 0; reg < 4; reg++) {
+                std::vector<Expr> args{reg};
+                args.insert(args.end(), elements.begin(), elements.end());
+                names.push_back(unique_name(prefix));
+                lets.emplace_back(names.back(), Call::make(UInt(32), trans ? ldmatrix_trans_name : ldmatrix_name,
+                                                           args, Call::PureExtern));
+            }
+            return names;
+        };
+        // A: matrix q of tile j holds rows m in 16 j + 8 (q % 2) + [0, 8), k in 8 (q / 2) + [0, 8).
+        std::vector<std::vector<std::string>> a_regs, b_regs;
+        for (int j = 0; j < tiles_m; j++) {
+            Expr m_off, k_off;
+            if (!a_trans) {
+                m_off = 16 * j + r + 8 * (q % 2), k_off = 8 * (q / 2);
+            } else {
+                m_off = 16 * j + 8 * (q % 2), k_off = r + 8 * (q / 2);
+            }
+            Expr row = base_a + m_off * (int)a_m + k_off * (int)a_k;
+            a_regs.push_back(ldmatrix(first.a, row, a_trans ? a_m : a_k, a_trans, "tc_a"));
+        }
+        // B: matrix q of pair p holds k in 8 (q % 2) + [0, 8), n in 16 p + 8 (q / 2) + [0, 8).
+        for (int p = 0; p < tiles_n / 2; p++) {
+            Expr n_off, k_off;
+            if (!b_trans) {
+                n_off = 16 * p + r + 8 * (q / 2), k_off = 8 * (q % 2);
+            } else {
+                n_off = 16 * p + 8 * (q / 2), k_off = r + 8 * (q % 2);
+            }
+            Expr row = base_b + n_off * (int)b_n + k_off * (int)b_k;
+            b_regs.push_back(ldmatrix(first.b, row, b_trans ? b_n : b_k, b_trans, "tc_b"));
+        }
+        // One mma per (j, i): c_q is the accumulator (e, h) = (q % 2, q / 2) of tile (i, j).
+        const char *mma = use.element.is_bfloat() ? mma_bf16_name : mma_f16_name;
+        std::vector<Stmt> steps;
+        for (int j = 0; j < tiles_m; j++) {
+            for (int i = 0; i < tiles_n; i++) {
+                std::vector<Expr> index(4);
+                std::vector<std::string> c(4);
+                std::vector<Expr> operands;
+                for (const std::string &a : a_regs[j]) {
+                    operands.push_back(Variable::make(UInt(32), a));
+                }
+                operands.push_back(Variable::make(UInt(32), b_regs[i / 2][2 * (i % 2)]));
+                operands.push_back(Variable::make(UInt(32), b_regs[i / 2][2 * (i % 2) + 1]));
+                for (int qq = 0; qq < 4; qq++) {
+                    index[qq] = by_position.at({i, j, qq % 2, qq / 2})->index;
+                    c[qq] = unique_name("tc_c");
+                    operands.push_back(Variable::make(Float(32), c[qq]));
+                }
+                std::vector<Stmt> stores;
+                for (int qq = 0; qq < 4; qq++) {
+                    std::vector<Expr> args{qq};
+                    args.insert(args.end(), operands.begin(), operands.end());
+                    stores.push_back(Store::make(acc_buffer, Call::make(Float(32), mma, args, Call::PureExtern),
+                                                 index[qq], Parameter(), const_true(), ModulusRemainder()));
+                }
+                Stmt s = Block::make(stores);
+                for (int qq = 3; qq >= 0; qq--) {
+                    s = LetStmt::make(c[qq],
+                                      Load::make(Float(32), acc_buffer, index[qq], Buffer<>(), Parameter(), const_true(),
+                                                 ModulusRemainder()),
+                                      s);
+                }
+                steps.push_back(s);
+            }
+        }
+        Stmt step = Block::make(steps);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+            step = LetStmt::make(it->first, it->second, step);
+        }
+        return step;
+    }
+};
+
+}  // namespace
+
+Stmt rewrite_inner_products(const Stmt &s, const std::vector<TensorCoreUse> &uses) {
+    if (uses.empty()) return s;
+    return RewriteInnerProducts(uses).mutate(s);
+}
+
+}  // namespace alcop

@@ -1,0 +1,122 @@
+#ifndef ALCOP_TEST_TENSOR_CORE_GEMM_H
+#define ALCOP_TEST_TENSOR_CORE_GEMM_H
+
+// The user's fp16/bf16 GEMM of the tensor-core tests: out(n, m) = sum_k A(k, m) * B(n, k) with
+// an fp32 accumulator prod that asks for tensor cores, scheduled with
+// alcop::schedule_tensor_core_tile, and variants that break one rule each.
+
+#include "Halide.h"
+
+#include "alcop/Alcop.h"
+#include "alcop/Directive.h"
+
+#include <string>
+#include <vector>
+
+namespace tc_test {
+
+using namespace Halide;
+
+/** A GEMM whose accumulator prod asks for tensor cores. */
+struct Gemm {
+    Type a_type = Float(16), b_type = Float(16);
+    int block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, tile_k = 32;
+    bool a_m_major = false;    // A's shared tile stored with m innermost
+    bool b_k_major = false;    // B's shared tile stored with k innermost
+    bool a_strided = false;    // the inner product reads A_sh(2 k, y)
+    bool a_unstaged = false;   // the inner product reads the input A itself
+    bool scaled = false;       // P += 2 * f32(A) * f32(B)
+    bool f64_accumulator = false;
+    enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
+    std::string target = "host-cuda-cuda_capability_80";
+
+    int stages = 1;            // alcop::pipeline of A_sh and B_sh
+    int vector = 1;            // elements per copy (8: 16 bytes, what cp.async copies)
+
+    /** The pipeline (alcop::enable not yet called) and its arguments; may throw CompileError. */
+    Pipeline build(std::vector<Argument> *args) const {
+        ImageParam A(a_type, 2, "A"), B(b_type, 2, "B");
+        Var k("k"), m("m"), n("n"), x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        Func A_sh("A_sh"), B_sh("B_sh"), prod("prod"), out("out");
+        A_sh(k, m) = A(k, m);
+        B_sh(n, k) = B(n, k);
+        RDom r(0, tile_k, 0, A.dim(0).extent() / tile_k, "r");
+        Expr rk = r.y * tile_k + r.x;
+        const Type acc = f64_accumulator ? Float(64) : Float(32);
+        Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, y);
+        prod(x, y) = cast(acc, 0);
+        if (scaled) {
+            prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk)) * cast(acc, 2);
+        } else {
+            prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk));
+        }
+        out(x, y) = prod(x, y);
+
+        out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
+        prod.compute_at(out, xo).store_in(MemoryType::Register).bound_extent(x, block_n).bound_extent(y, block_m);
+        int threads_x = 32, threads_y = block_m / warp_m * (block_n / warp_n);
+        if (threads == Threads::TensorCore) {
+            alcop::schedule_tensor_core_tile(out, xi, yi, warp_m, warp_n);
+            alcop::schedule_tensor_core_tile(prod, x, y, warp_m, warp_n);
+            alcop::schedule_tensor_core_tile(prod.update(), x, y, warp_m, warp_n, {r.x}, {r.y});
+        } else {
+            // The SIMT register tiling of the fp32 generators: thread (tx, ty) holds a
+            // contiguous tm x tn tile. Threads::Simt: 32 x 2 threads (whole warps, wrong
+            // lanes); Threads::HalfWarps: 16 x 4.
+            const int tn = threads == Threads::Simt ? block_n / 32 : block_n / 16;
+            const int tm = threads == Threads::Simt ? block_m / 2 : block_m / 4;
+            threads_x = block_n / tn;
+            threads_y = block_m / tm;
+            Var tx("tx"), ty("ty"), xr("xr"), yr("yr");
+            out.tile(xi, yi, tx, ty, xr, yr, tn, tm).reorder(xr, yr, tx, ty, xo, yo).gpu_threads(tx, ty);
+            prod.tile(x, y, tx, ty, xr, yr, tn, tm).reorder(xr, yr, tx, ty).gpu_threads(tx, ty).unroll(xr).unroll(yr);
+            prod.update()
+                .tile(x, y, tx, ty, xr, yr, tn, tm)
+                .reorder(xr, yr, r.x, tx, ty, r.y)
+                .gpu_threads(tx, ty)
+                .unroll(xr)
+                .unroll(yr);
+        }
+        // The copies: `vector` contiguous elements (along the storage's innermost dimension)
+        // per thread and step, all threads.
+        for (Func f : {A_sh, B_sh}) {
+            const bool swapped = (f.name() == A_sh.name() && a_m_major) || (f.name() == B_sh.name() && b_k_major);
+            Var inner = f.args()[swapped ? 1 : 0], outer = f.args()[swapped ? 0 : 1];
+            Var c("c"), co("co"), ci("ci"), fx("fx"), fy("fy"), io("io"), ii("ii");
+            f.compute_at(prod, r.y).store_in(MemoryType::GPUShared);
+            if (vector > 1) {
+                f.split(inner, io, ii, vector).vectorize(ii);
+                inner = io;
+            }
+            f.fuse(inner, outer, c)
+                .split(c, co, ci, threads_x * threads_y, TailStrategy::GuardWithIf)
+                .split(ci, fy, fx, threads_x)
+                .reorder(fx, fy, co)
+                .gpu_threads(fx, fy);
+        }
+        if (vector > 1) {
+            // What makes each copy one aligned 16-byte vector (cp.async): zero-based rows whose
+            // strides are multiples of the vector, in 16-byte aligned allocations.
+            for (ImageParam *in : {&A, &B}) {
+                in->set_host_alignment(16);
+                in->dim(0).set_min(0);
+                in->dim(1).set_stride((in->dim(1).stride() / vector) * vector);
+            }
+            out.output_buffer().dim(0).set_min(0);  // block tiles start at whole vectors of B
+        }
+        if (a_m_major) A_sh.reorder_storage(m, k);
+        if (b_k_major) B_sh.reorder_storage(k, n);
+        alcop::tensor_cores(prod, warp_m, warp_n);
+
+        if (stages > 1) {
+            alcop::pipeline(A_sh, stages);
+            alcop::pipeline(B_sh, stages);
+        }
+        *args = {A, B};
+        return Pipeline(out);
+    }
+};
+
+}  // namespace tc_test
+
+#endif

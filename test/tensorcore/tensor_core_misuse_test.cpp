@@ -1,0 +1,153 @@
+// alcop::tensor_cores() on a user's GEMM: the well-formed schedule is accepted, and each
+// request the instructions cannot serve is a Halide user error that names the Func and the
+// reason (test/unit/misuse_test.cpp style). The pipelines are lowered for CUDA sm_80 up to the
+// ALCOP pass only: an observer stops the compile once the pass has run (no device code).
+
+#include "Halide.h"
+
+#include "analysis/TensorCoreAnalysis.h"
+#include "directive/Requests.h"
+
+#include "TensorCoreGemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+
+using namespace Halide;
+
+namespace {
+
+#define EXPECT_REJECTION(message, who, reason)              \
+    do {                                                    \
+        const std::string msg = (message);                  \
+        EXPECT_NE(msg.find(who), std::string::npos) << msg; \
+        EXPECT_NE(msg.find(reason), std::string::npos) << msg; \
+    } while (0)
+
+struct StopAfterThePass {};
+
+struct Gemm : tc_test::Gemm {
+    /** "" when the pass accepts the request, else the user error. */
+    std::string lower() const {
+        try {
+            std::vector<Argument> args;
+            Pipeline p = build(&args);
+            alcop::enable(p, Target(target));
+            alcop::set_lowering_observer(
+                [](const Internal::Stmt &, const Internal::Stmt &, const std::map<std::string, alcop::PipelineRequest> &) {
+                    throw StopAfterThePass();
+                });
+            p.compile_to_module(args, "gemm", Target(target));
+        } catch (const StopAfterThePass &) {
+            alcop::set_lowering_observer(nullptr);
+            return "";
+        } catch (const CompileError &e) {
+            alcop::set_lowering_observer(nullptr);
+            std::printf("%s", e.what());
+            return e.what();
+        }
+        alcop::set_lowering_observer(nullptr);
+        return "the pass did not run";
+    }
+};
+
+TEST(TensorCoreMisuse, TheWellFormedGemmIsAccepted) {
+    for (Type t : {Float(16), BFloat(16)}) {
+        for (bool a_m_major : {false, true}) {
+            for (bool b_k_major : {false, true}) {
+                SCOPED_TRACE(testing::Message() << t << " a_m_major " << a_m_major << " b_k_major " << b_k_major);
+                Gemm g;
+                g.a_type = g.b_type = t;
+                g.a_m_major = a_m_major;
+                g.b_k_major = b_k_major;
+                EXPECT_EQ(g.lower(), "");
+            }
+        }
+    }
+    Gemm wide;  // one warp per block, a 64 x 64 warp tile
+    wide.warp_m = wide.warp_n = 64;
+    EXPECT_EQ(wide.lower(), "");
+}
+
+TEST(TensorCoreMisuse, WarpTileNotAMultipleOfTheInstruction) {
+    Func f("acc");
+    Var x, y;
+    f(x, y) = 0.0f;
+    std::string error;
+    try {
+        alcop::tensor_cores(f, 24, 32);
+    } catch (const CompileError &e) {
+        error = e.what();
+    }
+    EXPECT_REJECTION(error, "alcop::tensor_cores(acc, 24, 32)", "is not a multiple of the instruction shape");
+    error = "";
+    try {
+        alcop::tensor_cores(f, 32, 12);
+    } catch (const CompileError &e) {
+        error = e.what();
+    }
+    EXPECT_REJECTION(error, "alcop::tensor_cores(acc, 32, 12)", "multiples of 16");
+}
+
+TEST(TensorCoreMisuse, OperandNeitherKNorMContiguous) {
+    Gemm g;
+    g.a_strided = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "the operand A_sh (A) is neither K- nor M-contiguous");
+}
+
+TEST(TensorCoreMisuse, OperandNotStagedInSharedMemory) {
+    Gemm g;
+    g.a_unstaged = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "(A) must be a Func staged in GPU shared memory");
+}
+
+TEST(TensorCoreMisuse, NotAPlainInnerProduct) {
+    Gemm g;
+    g.scaled = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "the update must be the plain inner product");
+}
+
+TEST(TensorCoreMisuse, AccumulatorNotFloat32) {
+    Gemm g;
+    g.f64_accumulator = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "accumulates in fp32");
+}
+
+TEST(TensorCoreMisuse, TypeTheInstructionLacks) {
+    Gemm g;
+    g.a_type = g.b_type = Float(32);
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)",
+                     "multiplies fp16 (Float(16)) or bf16 (BFloat(16)) operands of one type, but A_sh is float32");
+    Gemm mixed;
+    mixed.b_type = BFloat(16);
+    EXPECT_REJECTION(mixed.lower(), "alcop::tensor_cores(prod)", "A_sh is float16 and B_sh is bfloat16");
+}
+
+TEST(TensorCoreMisuse, LanesThatDoNotFormWholeWarps) {
+    Gemm g;
+    g.threads = Gemm::Threads::HalfWarps;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "do not form whole warps");
+}
+
+TEST(TensorCoreMisuse, AccumulatorsNotInTheFragmentLayout) {
+    Gemm g;
+    g.threads = Gemm::Threads::Simt;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "do not match the fragment layout of mma.sync.m16n8k16");
+}
+
+TEST(TensorCoreMisuse, ChunkNotAMultipleOfTheKStep) {
+    Gemm g;
+    g.tile_k = 8;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "of extent 8");
+}
+
+TEST(TensorCoreMisuse, TargetWithoutTensorCores) {
+    Gemm g;
+    g.target = "host-cuda-cuda_capability_61";
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "need a CUDA target with cuda_capability_80");
+}
+
+}  // namespace
