@@ -4,7 +4,8 @@
 //
 // Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers) and,
 // per kernel, a line `bank conflicts: N` counted from the index math of its shared-memory
-// accesses after the pass (src/analysis/BankConflicts.h); with --stmt also the Stmt before and after the pass; with --ptx (CUDA targets) writes the
+// accesses after the pass (src/analysis/BankConflicts.h); with --stmt also the Stmt before and
+// after the pass; with --ptx (CUDA targets) writes the
 // kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
 // reports its registers, shared memory and spills.
 
