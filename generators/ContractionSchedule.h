@@ -11,8 +11,11 @@
 // (block_n / thread_n) threads, each a thread_m x thread_n register tile of prod. Each chunk
 // stages a_shared and b_shared in shared memory, copied by all threads `vector_width`
 // contiguous elements at a time along their first dimension, and both are pipelined by ALCOP
-// across the chunks with `stages_a` and `stages_b` slots. With request_pipelines false the
-// schedule is the same but asks for nothing (for alcop::auto_pipeline to choose).
+// across the chunks with `stages_a` and `stages_b` slots. With register fragments
+// (register_stages > 0) a_shared is stored transposed (y innermost) and copied one element per
+// thread, so that every fragment load is a 16-byte vector free of bank conflicts. With
+// request_pipelines false the schedule is the same but asks for nothing (for
+// alcop::auto_pipeline to choose).
 
 #include "Halide.h"
 
@@ -72,9 +75,20 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
         }
     }
     if (register_stages > 0) {
+        int operand = 0;
         for (Func f : {a_shared, b_shared}) {
+            // One k step's fragment is contiguous along y in A's (transposed, below) tile and
+            // along x in B's: 16-byte vectors, ld.shared.v4 (vectorized here, so that the
+            // Stmt the bank-conflict check reads has the accesses the PTX has).
             Func frag = f.in(prod);
+            const Var dense = frag.args()[operand++ == 0 ? 1 : 0];
+            const int extent = operand == 1 ? t.thread_m : t.thread_n;
+            const int width = extent % 4 == 0 ? 4 : extent % 2 == 0 ? 2 : 1;
             frag.compute_at(prod, within_chunk.front()).store_in(MemoryType::Register);
+            Var dv("dv");
+            if (width > 1) {
+                frag.split(dense, dense, dv, width).vectorize(dv);
+            }
             for (const Var &v : frag.args()) {
                 frag.unroll(v);
             }
@@ -87,10 +101,22 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
     int operand = 0;
     for (Func f : {a_shared, b_shared}) {
         Var inner = f.args()[0], outer = f.args()[1];
+        int width = t.vector_width;
+        if (operand == 0 && register_stages > 0) {
+            // A's tile is stored y-major (y innermost), so that a thread's thread_m values of
+            // one k step are contiguous. Global A is k-major, so no vector is dense on both
+            // sides: the copy is one element per thread, consecutive threads along y (dense,
+            // conflict-free stores; 4-byte cp.async on sm_80).
+            std::swap(inner, outer);
+            width = 1;
+            std::vector<Var> storage = f.args();
+            std::swap(storage[0], storage[1]);
+            f.reorder_storage(storage);
+        }
         Var io("io"), ii("ii"), c("c"), co("co"), ci("ci"), fx("fx"), fy("fy");
         f.compute_at(prod, streaming)
             .store_in(MemoryType::GPUShared)
-            .split(inner, io, ii, t.vector_width)
+            .split(inner, io, ii, width)
             .vectorize(ii)
             .fuse(io, outer, c)
             .split(c, co, ci, threads, TailStrategy::GuardWithIf)

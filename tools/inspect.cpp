@@ -2,16 +2,18 @@
 //
 //   alcop_inspect <generator> [target=<halide target>] [param=value ...] [--stmt] [--ptx DIR]
 //
-// With a generator that calls alcop::auto_pipeline (e.g. `alcop_inspect gemm auto_pipeline=true`)
-// it also prints the automatic choice: each candidate, its stages and predicted gain, or why it
-// was left as it is.
-// Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers);
-// with --stmt also the Stmt before and after the pass; with --ptx (CUDA targets) writes the
+// Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers) and,
+// per kernel, a line `bank conflicts: N` counted from the index math of its shared-memory
+// accesses after the pass (src/analysis/BankConflicts.h); with --stmt also the Stmt before and
+// after the pass; with --ptx (CUDA targets) writes the
 // kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
-// reports its registers, shared memory and spills.
+// reports its registers, shared memory and spills. With a generator that calls
+// alcop::auto_pipeline (e.g. `alcop_inspect gemm auto_pipeline=true`) it also prints the
+// automatic choice: each candidate, its stages and predicted gain, or why it was left as it is.
 
 #include "Halide.h"
 
+#include "analysis/BankConflicts.h"
 #include "directive/Requests.h"
 #include "plan/AutoPipeline.h"
 #include "PipelineSummary.h"
@@ -136,6 +138,19 @@ int main(int argc, char **argv) {
             std::cout << "  " << c.first << ": " << f.prologue_copies[c.first] << " fragment load(s) before "
                       << f.loop << ", " << c.second << " per iteration (" << f.guarded_loop[c.first]
                       << " of the next chunk, guarded)\n";
+        }
+    }
+    // Bank conflicts of warp 0 at the first iteration of every loop, per access, summed per
+    // kernel; each conflicting access is listed so that the layout can be fixed.
+    for (const alcop::KernelBankConflicts &k : alcop::find_bank_conflicts(after)) {
+        std::cout << "kernel " << k.kernel << ": bank conflicts: " << k.conflicts() << " (" << k.accesses.size()
+                  << " thread-dependent shared accesses analyzed, " << k.unanalyzed << " not)\n";
+        for (const alcop::SharedAccess &a : k.accesses) {
+            if (a.cost.conflicts() > 0) {
+                std::cout << "  " << (a.is_store ? "store " : "load ") << a.buffer << " " << a.access_bytes
+                          << " bytes/lane at byte " << a.byte_address << ": " << a.cost.wavefronts << " wavefronts in "
+                          << a.cost.phases << " phases\n";
+            }
         }
     }
     if (!ptx_dir.empty()) {

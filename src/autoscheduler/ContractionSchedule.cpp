@@ -107,6 +107,34 @@ Dim step_loop(const Contraction &c) {
     return {Schedule::sanitize(c.rvars[0].name) + "_i", true};
 }
 
+/** Whether the update reads register fragments of the staged tiles, one k step at a time: with
+ * register stages (R >= 2, pipelined) and, for one M dimension (GEMM, batched GEMM), also with
+ * R = 1, so that the fragments' reads from shared memory are the vectors below. */
+bool uses_fragments(const Contraction &c, const Mapping &m) {
+    return m.s.reg_stages > 1 || (m.s.reg_stages == 1 && c.m_dims().size() == 1);
+}
+
+/** The dimension of operand `o`'s tile along which one thread's fragment of one k step is
+ * contiguous: the one indexed by the M (a) or N (b) reduction variable alone; -1 if none. */
+int fragment_dim(const Contraction &c, const Operand &o) {
+    const std::string v = c.dims[&o == &c.a ? c.m_dims()[0] : c.n_dim()].reduction_var;
+    for (size_t d = 0; d < o.args.size(); d++) {
+        const Variable *var = o.args[d].as<Variable>();
+        if (var && var->name == v) return (int)d;
+    }
+    return -1;
+}
+
+/** Whether A's tile is stored transposed (M innermost): A is indexed (k, m, ...) with k
+ * innermost, so a thread's TM values of one k step would be KT apart, TM scalar loads; M
+ * innermost makes them one vector (ld.shared.v4 for TM = 4, 8) without bank conflicts. Its
+ * copies then move one element per thread, consecutive threads along M: dense, conflict-free
+ * shared stores, 4-byte cp.async on sm_80 (no vector is dense in both global and shared). */
+bool transposes_a(const Contraction &c, const Mapping &m) {
+    return uses_fragments(c, m) && c.m_dims().size() == 1 && c.a.args.size() >= 2 && fragment_dim(c, c.a) == 1 &&
+           expr_uses_var(c.a.args[0], c.rvars[0].name);
+}
+
 /** Schedules the update: the reduction loops, then threads and register tiles. Chunks of kt
  * (kt > 1, where the extent is known to divide): the first RDom variable split by kt, its
  * chunks fused with the RDom's other variables into one serial loop, so that the pipeline runs
@@ -116,9 +144,9 @@ Dim step_loop(const Contraction &c) {
 void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
     const std::string r0 = Schedule::sanitize(c.rvars[0].name);
     const Dim chunk = chunk_loop(c);
-    // With register fragments (R >= 2) the step loop ki stays serial, for the pass to unroll
-    // after pipelining.
-    const bool fragments = m.s.reg_stages > 1;
+    // With pipelined register fragments (R >= 2) the step loop ki stays serial, for the pass to
+    // unroll after pipelining; with plain ones (R = 1) it is unrolled here.
+    const bool fragments = uses_fragments(c, m);
     std::vector<Dim> outer_rvars;
     const Dim ki = step_loop(c);
     if (kt > 1) {
@@ -154,7 +182,7 @@ void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
     order.insert(order.end(), outer_rvars.begin(), outer_rvars.end());
     s.reorder(order).gpu_threads({b.n_t, b.m_t});
     for (const Dim &d : b.reg) s.unroll(d);
-    if (kt > 1 && !fragments) s.unroll(ki);
+    if (kt > 1 && m.s.reg_stages <= 1) s.unroll(ki);
     s.done();
 }
 
@@ -312,6 +340,12 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         schedule.func(w).compute_at(f, chunk).store_in(MemoryType::GPUShared).done();
         std::vector<Dim> args;
         for (const Var &v : schedule.handle(w).args()) args.push_back({v.name()});
+        const bool transposed = o == &c.a && transposes_a(c, m);
+        std::vector<Dim> copy_order = args;  // the copy's loops, innermost first
+        if (transposed) {
+            std::swap(copy_order[0], copy_order[1]);
+            schedule.func(w).reorder_storage(copy_order).done();
+        }
         // The tile's extent along every dimension the chunk variable does not index is the
         // same in every branch: say so, so that Halide's bounds of the fused copy loops stay
         // exact (they would otherwise widen the shared tile by what the guards cannot prove).
@@ -325,13 +359,13 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         }
         if (k_chunked) {
             const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
-            const bool vectorize = extents[0] > 0 && extents[0] % copy_vector_width == 0;
+            const bool vectorize = !transposed && extents[0] > 0 && extents[0] % copy_vector_width == 0;
             Chain fast = schedule.stage(w, -1, copy_cond);
-            schedule_copy(fast, args, vectorize, threads_x, threads);
+            schedule_copy(fast, copy_order, vectorize, threads_x, threads);
         }
         if (k_generic || copy_cond.defined()) {
             Chain generic = schedule.stage(w);
-            schedule_copy(generic, args, false, threads_x, threads);
+            schedule_copy(generic, copy_order, false, threads_x, threads);
             if (o->image) {
                 schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
                                                       " at clamped coordinates (AlcopAutoscheduler.h).");
@@ -343,14 +377,26 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         }
         schedule.pipeline(w, s.smem_stages);
 
-        if (s.reg_stages > 1) {
-            // Each thread's fragment of the operand at one k step, in registers, R slots.
+        if (uses_fragments(c, m)) {
+            // Each thread's fragment of the operand at one k step, in registers, R slots: read
+            // as vectors along the dimension where it is contiguous (B's N; A's M when its tile
+            // is transposed), so that the Stmt has the ld.shared.v4 the PTX has and the bank
+            // conflict check sees the real accesses.
             const FuncRef frag = schedule.wrapper(w, f);
             Chain fc = schedule.func(frag);
             fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
-            for (const Var &v : schedule.handle(frag).args()) fc.unroll({v.name()});
+            const int dense = fragment_dim(c, *o);
+            const int extent = o == &c.a ? s.tm : s.tn;
+            const int width = extent % copy_vector_width == 0 ? copy_vector_width : extent % 2 == 0 ? 2 : 1;
+            std::vector<Dim> fargs;
+            for (const Var &v : schedule.handle(frag).args()) fargs.push_back({v.name()});
+            if (dense >= 0 && (o != &c.a || transposed) && width > 1) {
+                const Dim v{fargs[dense].name + "_v"};
+                fc.split(fargs[dense], fargs[dense], v, width).vectorize(v);
+            }
+            for (const Dim &d : fargs) fc.unroll(d);
             fc.done();
-            schedule.pipeline(frag, s.reg_stages, true);
+            if (s.reg_stages > 1) schedule.pipeline(frag, s.reg_stages, true);
         }
     }
     schedule.enable();

@@ -184,6 +184,12 @@ void apply_call(const StepCall &c, Stage stage, Func func, const Schedule &sched
     case StepCall::Method::BoundExtent:
         func.bound_extent(Var(d[0].name), c.factor);
         break;
+    case StepCall::Method::ReorderStorage: {
+        std::vector<Var> vs;
+        for (const Dim &x : d) vs.push_back(Var(x.name));
+        func.reorder_storage(vs);
+        break;
+    }
     }
 }
 
@@ -233,13 +239,15 @@ std::string call_text(const StepCall &c, Names &names) {
         std::string s = ".bound_extent(" + names.var(d[0]) + ", ";
         return s + std::to_string(c.factor) + ")";
     }
+    case StepCall::Method::ReorderStorage:
+        return ".reorder_storage(" + dims_text(d, names) + ")";
     }
     return "";
 }
 
 bool is_func_method(StepCall::Method m) {
     return m == StepCall::Method::ComputeAt || m == StepCall::Method::ComputeRoot || m == StepCall::Method::StoreIn ||
-           m == StepCall::Method::BoundExtent;
+           m == StepCall::Method::BoundExtent || m == StepCall::Method::ReorderStorage;
 }
 
 size_t dims_of(StepCall::Method m) {
@@ -339,6 +347,10 @@ Chain &Chain::bound_extent(const Dim &var, int extent) {
     StepCall c{StepCall::Method::BoundExtent, {var}};
     c.factor = extent;
     return add(c);
+}
+
+Chain &Chain::reorder_storage(const std::vector<Dim> &dims) {
+    return add({StepCall::Method::ReorderStorage, dims});
 }
 
 Chain &Chain::new_line(bool on) {

@@ -87,7 +87,7 @@ struct StepCall {
         // On a Stage (or a Func's pure definition):
         Split, Fuse, Rename, Reorder, GpuBlocks, GpuThreads, GpuSingleThread, Unroll, Vectorize,
         // On a Func:
-        ComputeAt, ComputeRoot, StoreIn, BoundExtent,
+        ComputeAt, ComputeRoot, StoreIn, BoundExtent, ReorderStorage,
     };
     Method method;
     std::vector<Dim> dims;  ///< the dimensions it names, in the order of its arguments
@@ -149,6 +149,7 @@ public:
     Chain &compute_root();
     Chain &store_in(Halide::MemoryType memory);
     Chain &bound_extent(const Dim &var, int extent);
+    Chain &reorder_storage(const std::vector<Dim> &dims);
     /** Layout only: the next call starts a line of its own (or, with false, continues this one). */
     Chain &new_line(bool on = true);
 

@@ -51,8 +51,13 @@ bool aligned_to(const ModulusRemainder &a, int elem_bytes, int bytes) {
 }
 
 /** How many leading lanes of `c` are true, when c is a conjunction of lane-uniform terms and
- * `ramp(r, 1, lanes) < E` style bounds (each true on a prefix of the lanes); nullopt otherwise. */
+ * `ramp(r, 1, lanes) < E` style bounds (each true on a prefix of the lanes), or any scalar
+ * condition; nullopt otherwise. */
 std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
+    if (c.type().is_scalar()) {
+        // A scalar copy (one element per thread, e.g. a transposing one): all or nothing.
+        return select(c, lanes, 0);
+    }
     if (const Broadcast *b = c.as<Broadcast>()) {
         return select(b->value, lanes, 0);
     }

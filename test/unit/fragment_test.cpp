@@ -214,7 +214,9 @@ class RecordEvents : public IRVisitor {
         class Find : public IRVisitor {
             using IRVisitor::visit;
             void check(const std::string &name, const Expr &index) {
-                const int64_t *i = as_const_int(index);
+                // The fragments are vectorized: a slot's 4 floats are one Ramp from its first.
+                const Ramp *ramp = index.as<Ramp>();
+                const int64_t *i = as_const_int(ramp && is_const_one(ramp->stride) ? ramp->base : index);
                 if (found < 0 && name.rfind(prefix, 0) == 0 && i) found = (int)*i;
             }
             void visit(const Load *op) override {
