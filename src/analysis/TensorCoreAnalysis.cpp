@@ -14,17 +14,6 @@ using namespace Halide::Internal;
 
 namespace {
 
-void add_function(const Function &f, std::map<std::string, Function> &env) {
-    if (env.count(f.name())) return;
-    env.emplace(f.name(), f);
-    for (const auto &c : find_direct_calls(f)) {
-        add_function(c.second, env);
-    }
-    for (const auto &w : f.schedule().wrappers()) {
-        add_function(Function(w.second), env);
-    }
-}
-
 std::string type_name(const Type &t) {
     if (t.is_bfloat()) return "bfloat" + std::to_string(t.bits());
     std::ostringstream s;
@@ -405,25 +394,12 @@ std::string tensor_cores_call(const std::string &func) {
 }
 
 std::map<std::string, TensorCoreRequest> collect_tensor_core_requests(const std::vector<Function> &outputs) {
-    std::map<std::string, Function> env;
-    for (const Function &f : outputs) {
-        add_function(f, env);
-    }
-    std::map<std::string, TensorCoreRequest> found;
-    for (const auto &f : env) {
-        if (std::optional<TensorCoreRequest> r = requested_tensor_cores(f.second)) {
-            found[f.first] = *r;
-        }
-    }
-    return found;
+    return collect_recorded(outputs, requested_tensor_cores);
 }
 
 std::vector<TensorCoreUse> analyze_tensor_cores(const Stmt &s, const std::vector<Function> &outputs,
                                                 const Target &target, bool any_target) {
-    std::map<std::string, Function> env;
-    for (const Function &f : outputs) {
-        add_function(f, env);
-    }
+    const std::map<std::string, Function> env = pipeline_functions(outputs);
     std::vector<TensorCoreUse> uses;
     for (const auto &entry : env) {
         std::optional<TensorCoreRequest> r = requested_tensor_cores(entry.second);

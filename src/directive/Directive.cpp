@@ -133,6 +133,29 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int w
     return stage;
 }
 
+namespace {
+
+void add_function(const Function &f, std::map<std::string, Function> &env) {
+    if (env.count(f.name())) return;
+    env.emplace(f.name(), f);
+    for (const auto &c : find_direct_calls(f)) {
+        add_function(c.second, env);
+    }
+    for (const auto &w : f.schedule().wrappers()) {
+        add_function(Function(w.second), env);
+    }
+}
+
+}  // namespace
+
+std::map<std::string, Function> pipeline_functions(const std::vector<Function> &outputs) {
+    std::map<std::string, Function> env;
+    for (const Function &f : outputs) {
+        add_function(f, env);
+    }
+    return env;
+}
+
 Func &Func::pipeline(int stages, Level level) {
     alcop::pipeline(*this, stages, level);
     return *this;

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace alcop {
 
@@ -36,6 +37,24 @@ std::optional<PipelineRequest> requested_pipeline(const Halide::Internal::Functi
 
 /** The launch bound recorded on a Function, if any (the last one wins). */
 std::optional<int> requested_min_blocks_per_sm(const Halide::Internal::Function &f);
+
+/** Every Function of the pipeline whose outputs are `outputs`: the outputs, everything they
+ * call, and the wrappers made by Func::in(), keyed by name. */
+std::map<std::string, Halide::Internal::Function>
+pipeline_functions(const std::vector<Halide::Internal::Function> &outputs);
+
+/** What `requested` finds recorded on each Function of that pipeline, keyed by Func name. */
+template<typename Request>
+std::map<std::string, Request> collect_recorded(const std::vector<Halide::Internal::Function> &outputs,
+                                                std::optional<Request> (*requested)(const Halide::Internal::Function &)) {
+    std::map<std::string, Request> found;
+    for (const auto &f : pipeline_functions(outputs)) {
+        if (std::optional<Request> r = requested(f.second)) {
+            found[f.first] = *r;
+        }
+    }
+    return found;
+}
 
 /** Called by the lowering pass with the Stmt it received, the one it returns and the requests
  * it honoured (keyed by Func name), for tools and tests that inspect what it did

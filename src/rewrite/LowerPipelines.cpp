@@ -23,17 +23,6 @@ using namespace Halide::Internal;
 
 namespace {
 
-void add_function(const Function &f, std::map<std::string, Function> &env) {
-    if (env.count(f.name())) return;
-    env.emplace(f.name(), f);
-    for (const auto &c : find_direct_calls(f)) {
-        add_function(c.second, env);
-    }
-    for (const auto &w : f.schedule().wrappers()) {
-        add_function(Function(w.second), env);
-    }
-}
-
 LoweringObserver &observer() {
     static LoweringObserver o;
     return o;
@@ -61,10 +50,9 @@ bool print_auto_choices() {
 std::map<std::string, PipelineRequest> automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
                                                           const std::map<std::string, PipelineRequest> &explicit_requests,
                                                           const Options &options) {
-    std::map<std::string, Function> env;
+    const std::map<std::string, Function> env = pipeline_functions(outputs);
     std::set<std::string> output_names;
     for (const Function &f : outputs) {
-        add_function(f, env);
         output_names.insert(f.name());
     }
     AutoLimits limits;
@@ -114,30 +102,12 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     return result;
 }
 
-// What `requested` finds on each Func of the pipeline (the outputs, everything they call and
-// the wrappers), keyed by Func name.
-template<typename Request>
-static std::map<std::string, Request> collect(const std::vector<Function> &outputs,
-                                              std::optional<Request> (*requested)(const Function &)) {
-    std::map<std::string, Function> env;
-    for (const Function &f : outputs) {
-        add_function(f, env);
-    }
-    std::map<std::string, Request> found;
-    for (const auto &f : env) {
-        if (std::optional<Request> r = requested(f.second)) {
-            found[f.first] = *r;
-        }
-    }
-    return found;
-}
-
 std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {
-    return collect(outputs, requested_pipeline);
+    return collect_recorded(outputs, requested_pipeline);
 }
 
 std::map<std::string, int> collect_launch_bounds(const std::vector<Function> &outputs) {
-    return collect(outputs, requested_min_blocks_per_sm);
+    return collect_recorded(outputs, requested_min_blocks_per_sm);
 }
 
 }  // namespace alcop
