@@ -301,6 +301,11 @@ void check(const tc_test::Gemm &g) {
             std::vector<int64_t> rows;
             for (int l = 0; l < 32; l++) {
                 rows.push_back(at_lane(ld->e0, l));
+                // ldmatrix reads 16-byte rows from 16-byte aligned addresses (the allocation is).
+                if (rows.back() % 8 != 0 && errors++ < 5) {
+                    ADD_FAILURE() << "mma " << n / 4 << " register " << reg << " lane " << l << ": row address "
+                                  << rows.back() << " (halves) is not 16-byte aligned";
+                }
             }
             const auto got = emulate_ldmatrix(rows, ld->reg, ld->trans);
             for (int l = 0; l < 32; l++) {
