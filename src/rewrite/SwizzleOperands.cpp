@@ -218,7 +218,10 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
             const Access &x = a.second;
             if (x.allocation != *allocs.begin()) continue;
             const bool ok = x.bounded && ((x.lo >= lo && x.hi <= hi) || x.hi < lo || x.lo > hi);
-            if (!ok) debug(1) << "alcop swizzle: " << o.func << " crossed by an access, bytes [" << x.lo << ", " << x.hi << "] bounded " << x.bounded << "\n";
+            if (!ok) {
+                debug(1) << "alcop swizzle: " << o.func << " crossed by an access, bytes [" << x.lo << ", " << x.hi
+                         << "] bounded " << x.bounded << "\n";
+            }
             clean = clean && ok;
         }
         if (!clean) continue;
