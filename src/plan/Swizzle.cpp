@@ -75,4 +75,23 @@ Expr Swizzle::element_in_row(const Expr &row, const Expr &column, int element_by
     return Internal::simplify(column ^ (flip << make_const(t, shift)));
 }
 
+Expr Swizzle::address(const Expr &index, int element_bytes) const {
+    if (is_identity()) {
+        return index;
+    }
+    // The row of an element: index / (row_bytes / element_bytes). Rows are whole chunks, so
+    // that is an exact number of elements.
+    internal_assert(row_bytes % element_bytes == 0);
+    Type t = index.type();
+    Expr row = index / make_const(t, row_bytes / element_bytes);
+    return element_in_row(row, index, element_bytes);
+}
+
+int64_t Swizzle::address(int64_t index, int element_bytes) const {
+    if (is_identity()) {
+        return index;
+    }
+    return element_in_row(index / (row_bytes / element_bytes), index, element_bytes);
+}
+
 }  // namespace alcop

@@ -31,6 +31,7 @@
 #include "Halide.h"
 
 #include <cstdint>
+#include <string>
 
 namespace alcop {
 
@@ -63,6 +64,29 @@ struct Swizzle {
      * rewrite to index the slots with. Constant operands fold to constants. */
     Halide::Expr byte_in_row(const Halide::Expr &row, const Halide::Expr &byte) const;
     Halide::Expr element_in_row(const Halide::Expr &row, const Halide::Expr &column, int element_bytes) const;
+
+    /** Where element `index` of a shared allocation (elements of `element_bytes`) lives when
+     * the tile holding it is swizzled: the row is index * element_bytes / row_bytes, counted
+     * from byte 0 of the allocation, and the flip lands on the chunk bits of the address
+     * itself. This is the one map that the writers and the readers of a swizzled tile both
+     * call (rewrite/SwizzleOperands.h), so they cannot disagree. Counting rows from the
+     * allocation instead of the tile changes which flip a row gets, not the guarantees: the
+     * map permutes the chunks of every 128-byte aligned window, and 8 consecutive rows still
+     * get 8 (64-byte rows: 4 windows, 32-byte rows: 2) distinct flips. It stays inside the
+     * tile only when the tile covers whole 128-byte windows, which the caller checks.
+     * Scalar or vector `index`; a vector is mapped lane by lane. */
+    Halide::Expr address(const Halide::Expr &index, int element_bytes) const;
+    int64_t address(int64_t index, int element_bytes) const;
+};
+
+/** A tensor-core operand whose shared tile is swizzled: what the plan records beside the
+ * slot layout. Bytes [begin, end) of the kernel's merged shared allocation, as Halide laid
+ * it out (before any slots), are whole 128-byte windows. */
+struct SwizzledBuffer {
+    std::string func;
+    int64_t row_bytes = 0;
+    int64_t begin = 0, end = 0;
+    Swizzle swizzle;
 };
 
 }  // namespace alcop

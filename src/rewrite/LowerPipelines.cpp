@@ -9,6 +9,7 @@
 #include "rewrite/CompactRegisters.h"
 #include "rewrite/InjectPipelines.h"
 #include "rewrite/MmaInnerProduct.h"
+#include "rewrite/SwizzleOperands.h"
 
 #include "Error.h"
 
@@ -90,10 +91,23 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // loads after the pipeline rewrite moved them into their slots, so that each ldmatrix row
     // is one address plus constants), then the per-thread register tiles shrunk to one
     // thread's window (the rewrite's register slots included), then the launch bounds marked
-    // on the kernels they ask for.
+    // on the kernels they ask for. The operands' tiles are swizzled right after the rewrite
+    // that builds the ldmatrix rows (it measures the tiles' strides on unswizzled indices),
+    // writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
     const std::vector<TensorCoreUse> tensor_cores = analyze_tensor_cores(s, outputs, options_.target);
     Stmt result = inject_pipelines(s, requests, options_, hooks);
-    result = rewrite_inner_products(result, tensor_cores);
+    std::vector<OperandRows> operand_rows;
+    result = rewrite_inner_products(result, tensor_cores, &operand_rows);
+    std::set<std::string> pipelined;
+    for (const auto &r : requests) {
+        if (r.second.stages > 1) pipelined.insert(r.first);
+    }
+    std::vector<SwizzledBuffer> swizzled;
+    result = swizzle_operands(result, operand_rows, pipelined, &swizzled);
+    for (const SwizzledBuffer &b : swizzled) {
+        debug(1) << "alcop: " << b.func << " swizzled, rows of " << b.row_bytes << " bytes, bytes [" << b.begin
+                 << ", " << b.end << ")\n";
+    }
     result = compact_thread_registers(result);
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {

@@ -91,13 +91,14 @@ struct Update {
 
 class RewriteInnerProducts : public IRMutator {
 public:
-    explicit RewriteInnerProducts(const std::vector<TensorCoreUse> &uses)
-        : uses(uses) {
+    RewriteInnerProducts(const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows)
+        : uses(uses), rows(rows) {
     }
 
 private:
     using IRMutator::visit;
     const std::vector<TensorCoreUse> &uses;
+    std::vector<OperandRows> *rows;
     std::vector<const For *> threads;
     std::vector<std::pair<std::string, Expr>> enclosing;  // the lets around the node visited
 
@@ -213,6 +214,11 @@ private:
         internal_assert((a_k == 1 || a_m == 1) && (b_k == 1 || b_n == 1))
             << "tensor cores: operand strides " << a_k << " " << a_m << " " << b_k << " " << b_n << "\n";
         internal_assert(a_trans == use.a_trans() && b_trans == use.b_trans());
+        if (rows) {
+            // ldmatrix reads 16-byte pieces along the contiguous index; the other one steps rows.
+            rows->push_back({use.a, (a_trans ? a_k : a_m) * first.a->type.bytes()});
+            rows->push_back({use.b, (b_trans ? b_k : b_n) * first.b->type.bytes()});
+        }
 
         const int64_t *extent = as_const_int(loop->extent);
         internal_assert(extent && *extent % 16 == 0);
@@ -329,9 +335,9 @@ private:
 
 }  // namespace
 
-Stmt rewrite_inner_products(const Stmt &s, const std::vector<TensorCoreUse> &uses) {
+Stmt rewrite_inner_products(const Stmt &s, const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows) {
     if (uses.empty()) return s;
-    return RewriteInnerProducts(uses).mutate(s);
+    return RewriteInnerProducts(uses, rows).mutate(s);
 }
 
 }  // namespace alcop

@@ -20,12 +20,22 @@
 
 #include "analysis/TensorCoreAnalysis.h"
 
+#include <string>
 #include <vector>
 
 namespace alcop {
 
-/** Rewrites the inner product of each use in `s`. */
-Halide::Internal::Stmt rewrite_inner_products(const Halide::Internal::Stmt &s, const std::vector<TensorCoreUse> &uses);
+/** The row of an operand's shared tile as the rewrite measured it: the stride, in bytes, of
+ * the tile's non-contiguous index (M or N for a K-contiguous operand, K otherwise). */
+struct OperandRows {
+    std::string func;
+    int64_t row_bytes = 0;
+};
+
+/** Rewrites the inner product of each use in `s`; appends the rows of the operands it
+ * rewrote to `rows` when given (what the swizzle of the operands needs). */
+Halide::Internal::Stmt rewrite_inner_products(const Halide::Internal::Stmt &s, const std::vector<TensorCoreUse> &uses,
+                                              std::vector<OperandRows> *rows = nullptr);
 
 }  // namespace alcop
 

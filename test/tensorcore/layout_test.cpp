@@ -101,6 +101,34 @@ TEST(Swizzle, ExprMatchesTheFunction) {
     EXPECT_TRUE(equal(Swizzle::for_rows(16).element_in_row(row, col, 2), col));
 }
 
+// Swizzle::address, the map both the copies and the ldmatrix rows go through: the same as
+// the numbers, a permutation of the chunks of each 128-byte window that keeps the byte in its
+// chunk, and, on a tile of rows from byte 0, the row map itself.
+TEST(Swizzle, AddressPermutesEachWindow) {
+    Expr index = Variable::make(Int(32), "i");
+    for (int64_t row_bytes : {32, 64, 128, 256}) {
+        Swizzle s = Swizzle::for_rows(row_bytes);
+        Expr e = s.address(index, 2);
+        for (int64_t window = 0; window < 32; window++) {
+            std::set<int64_t> seen;
+            for (int64_t i = window * 64; i < window * 64 + 64; i++) {  // 64 halves: 128 bytes
+                const int64_t a = s.address(i, 2);
+                const int64_t *x = as_const_int(simplify(substitute("i", Expr((int)i), e)));
+                ASSERT_TRUE(x) << e;
+                ASSERT_EQ(*x, a);
+                ASSERT_EQ(a / 64, window);
+                ASSERT_EQ(a % 8, i % 8);
+                ASSERT_EQ(s.address(a, 2), i);  // an involution
+                seen.insert(a);
+                const int64_t row = 2 * i / row_bytes, col = i % (row_bytes / 2);
+                ASSERT_EQ(a, row * (row_bytes / 2) + s.element_in_row(row, col, 2));
+            }
+            ASSERT_EQ(seen.size(), 64u);
+        }
+    }
+    EXPECT_TRUE(equal(Swizzle::for_rows(16).address(index, 2), index));
+}
+
 // ---- The bank model ----
 
 alcop::LaneAddresses lanes_at(int64_t stride, int64_t offset = 0) {

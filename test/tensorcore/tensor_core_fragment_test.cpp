@@ -3,9 +3,11 @@
 // rewrite's output Stmt (rewrite_inner_products on what the pass receives) is evaluated for each of the 32 lanes of warp 0 of block 0,
 // ldmatrix.x4[.trans] is emulated on the addresses the lanes give (lane 8q + r gives row r of
 // matrix q; without .trans lane l = 4g + t receives row g, columns 2t and 2t + 1; with .trans,
-// rows 2t and 2t + 1, column g), the shared index is decoded into (row, column) of the operand
-// tile by its Halide layout, and every register must hold the A, B and C elements mma.sync
-// expects of that lane. A wrong lane mapping, a missing .trans or a wrong address fails here.
+// rows 2t and 2t + 1, column g), each shared address a lane reads is looked up in what the
+// copies wrote there (their stores evaluated for every thread: which element of the input A
+// or B lands at which shared address), and every register must hold the A, B and C elements
+// mma.sync expects of that lane. A wrong lane mapping, a missing .trans, a wrong address, or
+// readers and writers that disagree on the tile's layout (the swizzle) fail here.
 
 #include "Halide.h"
 
@@ -13,12 +15,15 @@
 #include "codegen/TensorCoreMarkers.h"
 #include "directive/Requests.h"
 #include "rewrite/MmaInnerProduct.h"
+#include "rewrite/SwizzleOperands.h"
 
 #include "TensorCoreGemm.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,24 +102,149 @@ int64_t at_lane(const Expr &e, int lane) {
     return i ? *i : -1;
 }
 
-/** The (row, column) element pairs each lane receives in register `reg` of an ldmatrix whose
- * lanes give the row addresses `rows` (decoded to the tile's (row, col) of the row's first
- * element): lane -> {(row, col) of the low half, of the high half}. */
-using Pos = std::pair<int64_t, int64_t>;  // (outer index, contiguous index) of the tile
-std::vector<std::pair<Pos, Pos>> emulate_ldmatrix(const std::vector<Pos> &rows, int reg, bool trans) {
-    std::vector<std::pair<Pos, Pos>> got(32);
+using Pos = std::pair<int64_t, int64_t>;
+
+/** The shared addresses (elements) each lane receives in register `reg` of an ldmatrix whose
+ * lanes give the row addresses `rows`: lane -> {address of the low half, of the high half}.
+ * A row is 8 consecutive elements from its address. */
+std::vector<std::pair<int64_t, int64_t>> emulate_ldmatrix(const std::vector<int64_t> &rows, int reg, bool trans) {
+    std::vector<std::pair<int64_t, int64_t>> got(32);
     for (int l = 0; l < 32; l++) {
         const int g = l / 4, t = l % 4;
         if (!trans) {
-            const Pos r = rows[8 * reg + g];
-            got[l] = {{r.first, r.second + 2 * t}, {r.first, r.second + 2 * t + 1}};
+            const int64_t r = rows[8 * reg + g];
+            got[l] = {r + 2 * t, r + 2 * t + 1};
         } else {
-            const Pos r0 = rows[8 * reg + 2 * t], r1 = rows[8 * reg + 2 * t + 1];
-            got[l] = {{r0.first, r0.second + g}, {r1.first, r1.second + g}};
+            got[l] = {rows[8 * reg + 2 * t] + g, rows[8 * reg + 2 * t + 1] + g};
         }
     }
     return got;
 }
+
+/** What the copies write: shared address (elements) -> (buffer, index into the input) of the
+ * element stored there, from every Store under a produce node of `funcs`, evaluated for each
+ * thread of block 0 and each iteration of the loops inside the produce node (the loops outside
+ * it at 0: block 0, the first K tile), skipping stores whose guards are false. The inputs'
+ * row strides are set to 1 << 16, so index i is (i & 0xffff, i >> 16). */
+using Written = std::map<int64_t, std::pair<std::string, int64_t>>;
+class EvaluateCopies : public IRVisitor {
+public:
+    explicit EvaluateCopies(const std::set<std::string> &funcs)
+        : funcs(funcs) {
+    }
+    Written written;
+
+private:
+    using IRVisitor::visit;
+    const std::set<std::string> funcs;
+    std::vector<std::pair<std::string, Expr>> lets;
+    std::vector<const For *> loops;  // enumerated: thread loops, and loops inside a produce node
+    std::vector<Expr> guards;
+    int producing = 0;
+
+    Expr inlined(Expr e) const {
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+            e = substitute(it->first, it->second, e);
+        }
+        return e;
+    }
+    void visit(const LetStmt *op) override {
+        lets.emplace_back(op->name, op->value);
+        op->body.accept(this);
+        lets.pop_back();
+    }
+    void visit(const For *op) override {
+        const bool enumerate = op->for_type == ForType::GPUThread || producing;
+        if (enumerate) loops.push_back(op);
+        op->body.accept(this);
+        if (enumerate) loops.pop_back();
+    }
+    void visit(const IfThenElse *op) override {
+        guards.push_back(op->condition);
+        op->then_case.accept(this);
+        guards.pop_back();
+        if (op->else_case.defined()) {
+            guards.push_back(!op->condition);
+            op->else_case.accept(this);
+            guards.pop_back();
+        }
+    }
+    void visit(const ProducerConsumer *op) override {
+        // Up to the first '$': a Func built again in the same process gets a new suffix.
+        const bool p = op->is_producer && funcs.count(op->name.substr(0, op->name.find('$')));
+        producing += p;
+        op->body.accept(this);
+        producing -= p;
+    }
+    static int64_t value(const Expr &e, const std::map<std::string, int64_t> &at) {
+        struct Vars : IRMutator {
+            const std::map<std::string, int64_t> &at;
+            explicit Vars(const std::map<std::string, int64_t> &a)
+                : at(a) {
+            }
+            using IRMutator::visit;
+            Expr visit(const Variable *op) override {
+                auto it = at.find(op->name);
+                if (it != at.end()) return make_const(op->type, it->second);
+                if (op->name.find(".stride.") != std::string::npos) return make_const(op->type, 1 << 16);
+                return make_zero(op->type);
+            }
+            // The host's lets (inlined) read the inputs' buffers: strides 1 << 16, mins 0,
+            // not a bounds query.
+            Expr visit(const Call *op) override {
+                if (op->name == "_halide_buffer_get_stride") return make_const(op->type, 1 << 16);
+                if (op->name == "_halide_buffer_get_min" || op->name == "_halide_buffer_is_bounds_query") {
+                    return make_zero(op->type);
+                }
+                return IRMutator::visit(op);
+            }
+        } v(at);
+        Expr s = simplify(v.mutate(e));
+        const int64_t *i = as_const_int(s);
+        if (!i) {
+            const uint64_t *u = as_const_uint(s);
+            EXPECT_NE(u, nullptr) << s;
+            return u ? (int64_t)*u : -1;
+        }
+        return *i;
+    }
+    void visit(const Store *op) override {
+        if (!producing) return;
+        Expr index = inlined(op->index), val = inlined(op->value);
+        std::vector<Expr> conds;
+        for (const Expr &g : guards) {
+            conds.push_back(inlined(g));
+        }
+        while (const Cast *c = val.as<Cast>()) {
+            val = c->value;
+        }
+        const Load *src = val.as<Load>();
+        ASSERT_NE(src, nullptr) << "a copy that is not a load: " << val;
+        std::map<std::string, int64_t> at;
+        std::function<void(size_t)> each = [&](size_t d) {
+            if (d < loops.size()) {
+                const For *f = loops[d];
+                const int64_t lo = value(inlined(f->min), at), n = value(inlined(f->extent), at);
+                for (int64_t i = lo; i < lo + n; i++) {
+                    at[f->name] = i;
+                    each(d + 1);
+                }
+                at.erase(f->name);
+                return;
+            }
+            for (const Expr &c : conds) {
+                if (!value(c, at)) return;
+            }
+            const int lanes = op->value.type().lanes();
+            for (int l = 0; l < lanes; l++) {
+                Expr dst = lanes > 1 ? Shuffle::make_extract_element(index, l) : index;
+                Expr from = lanes > 1 ? Shuffle::make_extract_element(src->index, l) : src->index;
+                written[value(dst, at)] = {src->name, value(from, at)};
+            }
+        };
+        each(0);
+    }
+};
 
 /** What the pass received for g, with the tensor-core rewrite applied to it alone (the later
  * steps, CompactRegisters in particular, renumber the accumulators per thread). */
@@ -132,7 +262,11 @@ Stmt rewritten(const tc_test::Gemm &g) {
     for (const Func &f : p.outputs()) {
         outputs.push_back(f.function());
     }
-    return alcop::rewrite_inner_products(before, alcop::analyze_tensor_cores(before, outputs, Target(g.target)));
+    // The rewrite, then the operands' swizzle, as LowerPipelines runs them (these kernels
+    // pipeline nothing).
+    std::vector<alcop::OperandRows> rows;
+    Stmt s = alcop::rewrite_inner_products(before, alcop::analyze_tensor_cores(before, outputs, Target(g.target)), &rows);
+    return alcop::swizzle_operands(s, rows, {});
 }
 
 void check(const tc_test::Gemm &g) {
@@ -145,15 +279,17 @@ void check(const tc_test::Gemm &g) {
     for (const auto &l : markers.loads) {
         by_name[l.first] = &l.second;
     }
-    // The tiles' layouts: A_sh is (k, m) with k innermost unless a_m_major; B_sh (n, k) with n
-    // innermost unless b_k_major. A's tile comes first in the merged allocation, B's after it
-    // (A: tile_k x block_m elements); the accumulator is (x, y) of width block_n.
-    const int64_t a_size = (int64_t)g.tile_k * g.block_m;
-    const int64_t a_row = g.a_m_major ? g.block_m : g.tile_k, b_row = g.b_k_major ? g.tile_k : g.block_n;
-    auto decode = [](int64_t index, int64_t row) { return Pos{index / row, index % row}; };
-    // (m, k) of A, (k, n) of B, as the mma fragment tables put them.
-    auto a_elem = [&](const Pos &p) { return g.a_m_major ? Pos{p.second, p.first} : p; };          // (m, k)
-    auto b_elem = [&](const Pos &p) { return g.b_k_major ? Pos{p.second, p.first} : Pos{p.first, p.second}; };
+    // What the copies put where: every element of the A and B tiles, once.
+    EvaluateCopies copies({"A_sh", "B_sh"});
+    after.accept(&copies);
+    EXPECT_EQ((int64_t)copies.written.size(), (int64_t)g.tile_k * (g.block_m + g.block_n));
+    // The element of the input a lane receives: A(k, m) as (m, k), B(n, k) as (k, n), the
+    // order of the mma fragment tables; (-1, -1) where no copy wrote (or the other input).
+    auto element = [&](int64_t address, bool is_a) {
+        auto it = copies.written.find(address);
+        if (it == copies.written.end() || it->second.first != (is_a ? "A" : "B")) return Pos{-1, -1};
+        return Pos{it->second.second >> 16, it->second.second & 0xffff};
+    };
     int errors = 0;
     for (size_t n = 0; n < markers.mmas.size(); n += 4) {
         const Mma &m = markers.mmas[n];
@@ -162,23 +298,25 @@ void check(const tc_test::Gemm &g) {
         for (int reg = 0; reg < 6; reg++) {
             const bool is_a = reg < 4;
             const Ldmatrix *ld = by_name.at(is_a ? m.a[reg] : m.b[reg - 4]);
-            std::vector<Pos> rows;
+            std::vector<int64_t> rows;
             for (int l = 0; l < 32; l++) {
-                const int64_t index = at_lane(ld->e0, l) - (is_a ? 0 : a_size);
-                rows.push_back(decode(index, is_a ? a_row : b_row));
+                rows.push_back(at_lane(ld->e0, l));
+                // ldmatrix reads 16-byte rows from 16-byte aligned addresses (the allocation is).
+                if (rows.back() % 8 != 0 && errors++ < 5) {
+                    ADD_FAILURE() << "mma " << n / 4 << " register " << reg << " lane " << l << ": row address "
+                                  << rows.back() << " (halves) is not 16-byte aligned";
+                }
             }
             const auto got = emulate_ldmatrix(rows, ld->reg, ld->trans);
             for (int l = 0; l < 32; l++) {
                 const int gg = l / 4, t = l % 4;
                 for (int half = 0; half < 2; half++) {
-                    const Pos &p = half ? got[l].second : got[l].first;
-                    Pos want, have;
+                    const Pos have = element(half ? got[l].second : got[l].first, is_a);
+                    Pos want;
                     if (is_a) {  // a0 = A[g][2t..], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]
                         want = {16 * j + gg + 8 * (reg % 2), 16 * ks + 2 * t + 8 * (reg / 2) + half};
-                        have = a_elem(p);
                     } else {  // b0 = B[2t..][g], b1 = B[2t+8..][g]
                         want = {16 * ks + 2 * t + 8 * (reg - 4) + half, 8 * i + gg};
-                        have = b_elem(p);
                     }
                     if (have != want && errors++ < 5) {
                         ADD_FAILURE() << "mma " << n / 4 << (is_a ? " a" : " b") << (is_a ? reg : reg - 4) << " lane "
@@ -221,28 +359,41 @@ TEST(TensorCoreFragments, EveryLaneHoldsWhatMmaExpects) {
     }
 }
 
-// The ldmatrix reads of the rewritten kernel, counted by find_bank_conflicts. The slots are
-// not swizzled yet: A's and B's rows (64 bytes for A: tile_k = 32 halves; 128 bytes for B:
-// block_n = 64 halves) put the 8 row addresses of a phase into few 16-byte bank groups. This
-// pins today's conflicts, which the swizzled slots (src/plan/Swizzle.h) are to bring to 0.
-TEST(TensorCoreBankConflicts, UnswizzledSlotsConflict) {
-    tc_test::Gemm g;
-    const std::vector<alcop::KernelBankConflicts> kernels = alcop::find_bank_conflicts(rewritten(g));
-    int ldmatrix = 0, conflicts = 0;
-    for (const auto &k : kernels) {
-        for (const auto &a : k.accesses) {
-            if (!a.is_ldmatrix) continue;
-            ldmatrix++;
-            conflicts += a.cost.conflicts();
-            std::printf("ldmatrix row address %s: %d conflicts over %d phases\n", a.buffer.c_str(), a.cost.conflicts(),
-                        a.cost.phases);
+// The shared accesses of the rewritten kernel, counted by find_bank_conflicts. Unswizzled,
+// A's and B's rows (64 bytes for A: tile_k = 32 halves; 128 bytes for B: block_n = 64 halves)
+// put the 8 row addresses of an ldmatrix phase into few 16-byte bank groups: 4 x 12 + 4 x 28
+// = 160 conflicts per K tile. Swizzled (rewrite/SwizzleOperands.h), the ldmatrix rows and the
+// copies' writes, scalar or 16-byte vectors, are conflict-free.
+TEST(TensorCoreBankConflicts, SwizzledSlotsAreConflictFree) {
+    for (int vector : {1, 8}) {
+        SCOPED_TRACE(::testing::Message() << "vector " << vector);
+        tc_test::Gemm g;
+        g.vector = vector;
+        const std::vector<alcop::KernelBankConflicts> kernels = alcop::find_bank_conflicts(rewritten(g));
+        int ldmatrix = 0, stores = 0, conflicts = 0, unanalyzed = 0;
+        for (const auto &k : kernels) {
+            unanalyzed += k.unanalyzed;
+            for (const auto &a : k.accesses) {
+                if (!a.is_ldmatrix && !a.is_store) continue;
+                (a.is_ldmatrix ? ldmatrix : stores)++;
+                conflicts += a.cost.conflicts();
+                std::printf("%s %s: %d conflicts over %d phases\n", a.is_ldmatrix ? "ldmatrix row address" : "store",
+                            a.buffer.c_str(), a.cost.conflicts(), a.cost.phases);
+            }
         }
+        EXPECT_EQ(ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
+        EXPECT_GT(stores, 0);
+        EXPECT_EQ(unanalyzed, 0);
+        EXPECT_EQ(conflicts, 0);
+        std::printf("vector %d: %d ldmatrix.x4 and %d copy stores per chunk, %d bank conflicts in all (swizzled)\n",
+                    vector, ldmatrix, stores, conflicts);
     }
-    EXPECT_EQ(ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
-    // A: 64-byte rows, 3 conflicts per 8-lane phase, 4 phases, 4 reads; B: 128-byte rows,
-    // 7 per phase: 4 x 12 + 4 x 28 (the foundations' numbers for those row widths).
-    EXPECT_EQ(conflicts, 4 * 12 + 4 * 28);
-    std::printf("%d ldmatrix.x4 per chunk, %d bank conflicts in all (unswizzled)\n", ldmatrix, conflicts);
+}
+
+TEST(TensorCoreFragments, VectorCopiesIntoSwizzledTiles) {
+    tc_test::Gemm g;
+    g.vector = 8;
+    check(g);
 }
 
 }  // namespace

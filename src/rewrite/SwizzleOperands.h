@@ -1,0 +1,42 @@
+#ifndef ALCOP_SWIZZLE_OPERANDS_H
+#define ALCOP_SWIZZLE_OPERANDS_H
+
+/** \file
+ * Swizzles the shared tiles of tensor-core operands (plan/Swizzle.h) so that the ldmatrix
+ * rows of one phase, and the copies' writes down a column of the tile, hit 8 distinct 16-byte
+ * bank groups.
+ *
+ * Runs on the Stmt after rewrite_inner_products. Every Load and Store of the merged shared
+ * allocation whose bytes lie in a swizzled tile gets its index through Swizzle::address, the
+ * one map of the layout: the producers' writes whatever their copy kind, the ldmatrix row
+ * addresses (the 8 elements of a row stay consecutive: a row is one 16-byte chunk, which the
+ * map moves whole) and any other load. So the writers and the readers agree by construction.
+ *
+ * A tile is swizzled only where that is provably safe:
+ *  - the operand's tile has one constant byte range in the allocation made of whole 128-byte
+ *    windows (the map permutes the chunks of each window, so nothing leaves the tile);
+ *  - every access to the allocation is bounded and lies wholly inside or wholly outside it;
+ *  - the operand is not pipelined. Slots of a pipelined operand are only 16-byte aligned
+ *    (PipelinePlan.h), so a window could straddle two slots; aligning swizzled slots to
+ *    1024 bytes in the plan is what would lift this.
+ * Anything else keeps its layout; the bank-conflict checker reports what that costs.
+ */
+
+#include "plan/Swizzle.h"
+#include "rewrite/MmaInnerProduct.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+/** Swizzles the tiles of `operands` (from rewrite_inner_products) in `s`, leaving those in
+ * `pipelined` as they are; appends what it swizzled to `plan` when given. */
+Halide::Internal::Stmt swizzle_operands(const Halide::Internal::Stmt &s, const std::vector<OperandRows> &operands,
+                                        const std::set<std::string> &pipelined,
+                                        std::vector<SwizzledBuffer> *plan = nullptr);
+
+}  // namespace alcop
+
+#endif
