@@ -33,8 +33,7 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
                                  const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                  const std::vector<Halide::RVar> &outer_reduction, const ContractionTiles &t,
-                                 int stages_a, int stages_b, int register_stages = 0,
-                                 bool request_pipelines = true) {
+                                 int stages_a, int stages_b, int register_stages = 0, bool request_pipelines = true) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");

@@ -27,7 +27,7 @@ public:
     GeneratorParam<int> block_n{"block_n", 64, 1, 1024};  // output channels per block
     GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};
     GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};
-    GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};      // input channels per chunk
+    GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};  // input channels per chunk
     GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
     GeneratorParam<int> stages{"stages", 1, 1, 16};
     // Register fragments per channel step, with this many slots (0: none; see MatMulGenerator).
@@ -68,8 +68,10 @@ public:
         Expr ox = p % OW, oy = (p / OW) % OH, n = p / (OW * OH);
         Expr ix = ox * s + kx - pd, iy = oy * s + ky - pd;
         Expr inside = ci < CI && p < pixels && ix >= 0 && ix < W && iy >= 0 && iy < H;
-        input_shared(ci, p, kx, ky) =
-            select(inside, input(contiguous(ci, CI), clamp(ix, 0, W - 1), clamp(iy, 0, H - 1), clamp(n, 0, input.dim(3).extent() - 1)), 0.0f);
+        input_shared(ci, p, kx, ky) = select(
+            inside,
+            input(contiguous(ci, CI), clamp(ix, 0, W - 1), clamp(iy, 0, H - 1), clamp(n, 0, input.dim(3).extent() - 1)),
+            0.0f);
         filter_shared(co, ci, kx, ky) =
             select(ci < CI && co < CO, filter(contiguous(co, CO), clamp(ci, 0, CI - 1), kx, ky), 0.0f);
 

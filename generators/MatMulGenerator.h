@@ -63,7 +63,8 @@ public:
     // loop serial, as the automatic register level needs).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
     // How copies are made (auto: cp.async on CUDA sm_80+, staged through registers elsewhere).
-    GeneratorParam<alcop::CopyKind> copies{"copies", alcop::CopyKind::Auto,
+    GeneratorParam<alcop::CopyKind> copies{"copies",
+                                           alcop::CopyKind::Auto,
                                            {{"auto", alcop::CopyKind::Auto},
                                             {"synchronous", alcop::CopyKind::Synchronous},
                                             {"staged", alcop::CopyKind::RegisterStaged},
@@ -77,11 +78,10 @@ public:
         const int kt = tile_k, bm = block_m, bn = block_n, tm = thread_m, tn = thread_n, vw = vector_width;
         Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
         _halide_user_assert(this->get_target().has_gpu_feature())
-            << "The " << (Batched ? "bmm" : "gemm") << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
-        _halide_user_assert(bm % tm == 0 && bn % tn == 0)
-            << "thread_m and thread_n must divide block_m and block_n.\n";
-        _halide_user_assert(kt % vw == 0 && bn % vw == 0)
-            << "vector_width must divide tile_k and block_n.\n";
+            << "The " << (Batched ? "bmm" : "gemm")
+            << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
+        _halide_user_assert(bm % tm == 0 && bn % tn == 0) << "thread_m and thread_n must divide block_m and block_n.\n";
+        _halide_user_assert(kt % vw == 0 && bn % vw == 0) << "vector_width must divide tile_k and block_n.\n";
 
         std::vector<Var> batch;
         if (Batched) batch.push_back(b);

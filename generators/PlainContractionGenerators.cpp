@@ -154,8 +154,8 @@ private:
 class Bmm : public Generator<Bmm> {
 public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
-    GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
-    GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
+    GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};           // as in as_gemm
+    GeneratorParam<bool> aligned{"aligned", false};                             // as in as_gemm
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 

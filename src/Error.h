@@ -10,7 +10,7 @@
 #include "Halide.h"
 
 #define user_error Halide::Internal::ErrorReport(__FILE__, __LINE__, nullptr, Halide::Internal::ErrorReport::User)
-#define user_warning                                        \
+#define user_warning                                           \
     Halide::Internal::ErrorReport(__FILE__, __LINE__, nullptr, \
                                   Halide::Internal::ErrorReport::User | Halide::Internal::ErrorReport::Warning)
 #define internal_assert(c) _halide_internal_assertion(c, 0)

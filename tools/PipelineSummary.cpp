@@ -154,8 +154,7 @@ class Measure : public IRVisitor {
 public:
     std::set<std::string> funcs, followed_by_barrier;
     PipelineSummary shape;
-    Measure(std::set<std::string> funcs, std::string loop)
-        : funcs(std::move(funcs)), finding(loop.empty()) {
+    Measure(std::set<std::string> funcs, std::string loop) : funcs(std::move(funcs)), finding(loop.empty()) {
         shape.loop = std::move(loop);
     }
     const bool finding;
@@ -191,12 +190,11 @@ std::string describe(const PipelineSummary &s) {
             auto it = m.find(f);
             return it == m.end() ? 0 : it->second;
         };
-        out << "  " << f << ": " << get(s.prologue_copies) << " prologue cop" << (get(s.prologue_copies) == 1 ? "y" : "ies")
-            << " (" << get(s.guarded_prologue) << " guarded), " << c.second << " copy per iteration ("
-            << get(s.guarded_loop) << " guarded by the tail test)\n";
+        out << "  " << f << ": " << get(s.prologue_copies) << " prologue cop"
+            << (get(s.prologue_copies) == 1 ? "y" : "ies") << " (" << get(s.guarded_prologue) << " guarded), "
+            << c.second << " copy per iteration (" << get(s.guarded_loop) << " guarded by the tail test)\n";
     }
     return out.str();
 }
-
 
 }  // namespace alcop

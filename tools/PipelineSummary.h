@@ -20,16 +20,16 @@
 namespace alcop {
 
 struct PipelineSummary {
-    int64_t shared_elems = -1;                   ///< the GPU shared allocation, in elements
-    int64_t register_elems = -1;                 ///< the first register array (the accumulator), per thread
-    std::string loop;                            ///< the serial loop holding the produce nodes
-    std::map<std::string, int> prologue_copies;  ///< produce nodes before the loop
-    std::map<std::string, int> guarded_prologue; ///< ... under `if (p < extent)`
-    std::map<std::string, int> loop_copies;      ///< produce nodes in the loop
-    std::map<std::string, int> guarded_loop;     ///< ... under an if on the loop variable
-    int loop_barriers = 0;                       ///< barriers run once per iteration
+    int64_t shared_elems = -1;                    ///< the GPU shared allocation, in elements
+    int64_t register_elems = -1;                  ///< the first register array (the accumulator), per thread
+    std::string loop;                             ///< the serial loop holding the produce nodes
+    std::map<std::string, int> prologue_copies;   ///< produce nodes before the loop
+    std::map<std::string, int> guarded_prologue;  ///< ... under `if (p < extent)`
+    std::map<std::string, int> loop_copies;       ///< produce nodes in the loop
+    std::map<std::string, int> guarded_loop;      ///< ... under an if on the loop variable
+    int loop_barriers = 0;                        ///< barriers run once per iteration
     bool barrier_after_loop = false;
-    std::vector<std::string> consumer_indices;   ///< shared indices read in the loop, as text
+    std::vector<std::string> consumer_indices;  ///< shared indices read in the loop, as text
     /** Stores into shared memory by copy kind, counted where they stand in the IR. */
     int async_copies = 0, staged_copies = 0, synchronous_copies = 0;
 };

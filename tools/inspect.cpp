@@ -45,8 +45,8 @@ void write_ptx(const Module &module, const std::string &generator, const std::st
     const std::string path = dir + "/" + generator + ".ptx";
     std::ofstream(path) << ptx;
     std::cout << "PTX written to " << path << "\n";
-    const std::string cmd = "PATH=$PATH:/usr/local/cuda/bin ptxas -v -arch=" + arch[1].str() + " " + path +
-                            " -o /dev/null 2>&1";
+    const std::string cmd =
+        "PATH=$PATH:/usr/local/cuda/bin ptxas -v -arch=" + arch[1].str() + " " + path + " -o /dev/null 2>&1";
     FILE *p = popen(cmd.c_str(), "r");
     char line[512];
     std::string log;
@@ -135,8 +135,8 @@ int main(int argc, char **argv) {
         alcop::PipelineSummary f = alcop::summarize_pipeline(after, fragments);
         std::cout << "register level (fragments, step loop unrolled by the pass):\n";
         for (const auto &c : f.loop_copies) {
-            std::cout << "  " << c.first << ": " << f.prologue_copies[c.first] << " fragment load(s) before "
-                      << f.loop << ", " << c.second << " per iteration (" << f.guarded_loop[c.first]
+            std::cout << "  " << c.first << ": " << f.prologue_copies[c.first] << " fragment load(s) before " << f.loop
+                      << ", " << c.second << " per iteration (" << f.guarded_loop[c.first]
                       << " of the next chunk, guarded)\n";
         }
     }

@@ -89,7 +89,7 @@ using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
 struct Problem {
     std::string name;
-    int batch, m, n, k;             // as a (batched) GEMM; for conv, M = pixels, N = CO, K = taps * CI
+    int batch, m, n, k;  // as a (batched) GEMM; for conv, M = pixels, N = CO, K = taps * CI
     int conv_h = 0, conv_w = 0, conv_ci = 0, conv_kh = 0;  // conv only (stride 1, pad 1, square filter)
     bool tuned = false;  // the shape the CUDA build's autoscheduled variants were tuned for
 };
@@ -193,16 +193,16 @@ int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng) {
 // Operands' buffers through pointers: a copy of a Buffer keeps dirty bits of its own.
 struct Variant {
     std::string name;
-    int stages = 0;                          // shared stages; 0: not one of our hand schedules
-    alcop::model::Schedule schedule;         // its tiles, for the model's prediction
-    std::function<int()> run;                // one run, asynchronous
-    std::function<void()> sync;              // waits for it
-    std::function<void()> poison;            // NaN into the output, so that unwritten outputs count
-    std::function<const float *()> result;   // the output, on the host
-    bool broken = false;                     // a fault: correct when it is caught (wrong outputs)
-    double predicted_us = NAN;               // an autoscheduled variant: what the plugin predicted
-    bool ours = true;                        // false for the libraries and Li2018: a run they
-                                             // cannot make (status) is theirs to report, not a failure
+    int stages = 0;                         // shared stages; 0: not one of our hand schedules
+    alcop::model::Schedule schedule;        // its tiles, for the model's prediction
+    std::function<int()> run;               // one run, asynchronous
+    std::function<void()> sync;             // waits for it
+    std::function<void()> poison;           // NaN into the output, so that unwritten outputs count
+    std::function<const float *()> result;  // the output, on the host
+    bool broken = false;                    // a fault: correct when it is caught (wrong outputs)
+    double predicted_us = NAN;              // an autoscheduled variant: what the plugin predicted
+    bool ours = true;                       // false for the libraries and Li2018: a run they
+                                            // cannot make (status) is theirs to report, not a failure
 };
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
@@ -315,8 +315,8 @@ struct Vendor {
     int (*cudnnSetConvolutionMathType)(void *, int);
     int (*cudnnSetConvolution2dDescriptor)(void *, int, int, int, int, int, int, int, int);
     int (*cudnnGetConvolutionForwardWorkspaceSize)(void *, void *, void *, void *, void *, int, size_t *);
-    int (*cudnnConvolutionForward)(void *, const void *, void *, const void *, void *, const void *, void *, int, void *,
-                                   size_t, const void *, void *, void *);
+    int (*cudnnConvolutionForward)(void *, const void *, void *, const void *, void *, const void *, void *, int,
+                                   void *, size_t, const void *, void *, void *);
 
     void *cublas = nullptr, *cudnn = nullptr;  // the handles, where the library was found
 
@@ -326,8 +326,8 @@ struct Vendor {
                              bind(rt, "cudaMemcpy", &cudaMemcpy) && bind(rt, "cudaMemset", &cudaMemset) &&
                              bind(rt, "cudaDeviceSynchronize", &cudaDeviceSynchronize);
         void *blas = open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
-        if (have_rt && bind(blas, "cublasCreate_v2", &cublasCreate_v2) && bind(blas, "cublasDestroy_v2", &cublasDestroy_v2) &&
-            bind(blas, "cublasSgemm_v2", &cublasSgemm_v2) &&
+        if (have_rt && bind(blas, "cublasCreate_v2", &cublasCreate_v2) &&
+            bind(blas, "cublasDestroy_v2", &cublasDestroy_v2) && bind(blas, "cublasSgemm_v2", &cublasSgemm_v2) &&
             bind(blas, "cublasSgemmStridedBatched", &cublasSgemmStridedBatched) && cublasCreate_v2(&cublas) != 0) {
             cublas = nullptr;
         }
@@ -379,11 +379,12 @@ public:
             // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS multiplies B (N x K,
             // leading dimension N) by A (K x M, leading dimension K) into C (N x M).
             run = [this, p, one, zero]() {
-                return p.batch > 1 ? v.cublasSgemmStridedBatched(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n,
-                                                                 (long long)p.n * p.k, a, p.k, (long long)p.k * p.m, &zero, out,
-                                                                 p.n, (long long)p.n * p.m, p.batch) :
-                                     v.cublasSgemm_v2(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n, a, p.k,
-                                                      &zero, out, p.n);
+                return p.batch > 1 ?
+                           v.cublasSgemmStridedBatched(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n,
+                                                       (long long)p.n * p.k, a, p.k, (long long)p.k * p.m, &zero, out,
+                                                       p.n, (long long)p.n * p.m, p.batch) :
+                           v.cublasSgemm_v2(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n, a, p.k,
+                                            &zero, out, p.n);
             };
             return;
         }
@@ -394,17 +395,21 @@ public:
              v.cudnnCreateFilterDescriptor(&w_desc) == 0 && v.cudnnCreateConvolutionDescriptor(&conv_desc) == 0 &&
              v.cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.conv_ci, p.conv_h,
                                           p.conv_w) == 0 &&
-             v.cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.n, p.conv_h, p.conv_w) == 0 &&
-             v.cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, p.n, p.conv_ci, p.conv_kh, p.conv_kh) == 0 &&
-             v.cudnnSetConvolution2dDescriptor(conv_desc, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == 0 &&
+             v.cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.n, p.conv_h,
+                                          p.conv_w) == 0 &&
+             v.cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, p.n, p.conv_ci, p.conv_kh,
+                                          p.conv_kh) == 0 &&
+             v.cudnnSetConvolution2dDescriptor(conv_desc, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT) == 0 &&
              v.cudnnSetConvolutionMathType(conv_desc, CUDNN_FMA_MATH) == 0 &&
              v.cudnnGetConvolutionForwardWorkspaceSize(v.cudnn, x_desc, w_desc, conv_desc, y_desc,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &workspace_bytes) == 0 &&
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                       &workspace_bytes) == 0 &&
              (workspace_bytes == 0 || v.cudaMalloc(&workspace, workspace_bytes) == 0);
         run = [this, one, zero]() {
             return v.cudnnConvolutionForward(v.cudnn, &one, x_desc, a, w_desc, b, conv_desc,
-                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, workspace, workspace_bytes,
-                                             &zero, y_desc, out);
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, workspace,
+                                             workspace_bytes, &zero, y_desc, out);
         };
     }
 
@@ -575,7 +580,7 @@ int main(int argc, char **argv) {
 #ifdef ALCOP_BENCH_CUDA
             // The plugin's prediction holds at the shape each build was tuned for.
             if (p.tuned) {
-                variants.back().predicted_us = p.conv_kh ? conv_cuda_auto_predicted_us :
+                variants.back().predicted_us = p.conv_kh   ? conv_cuda_auto_predicted_us :
                                                p.batch > 1 ? bmm_cuda_auto_predicted_us :
                                                              gemm_cuda_auto_predicted_us;
             }
@@ -594,7 +599,8 @@ int main(int argc, char **argv) {
             // Both levels with 128 x 128 tiles: 4 shared stages of 16 KB, more than Halide's
             // 48 KB default, so this build raises the kernel's limit (CudaOptIn.h).
             alcop::model::Schedule deep;
-            deep.bm = 128, deep.bn = 128, deep.kt = 16, deep.tm = 8, deep.tn = 8, deep.smem_stages = 4, deep.reg_stages = 2;
+            deep.bm = 128, deep.bn = 128, deep.kt = 16, deep.tm = 8, deep.tn = 8, deep.smem_stages = 4,
+            deep.reg_stages = 2;
             variants.push_back(halide_variant("ALCOP deep", 4, gemm_cuda_deep, &o.a, &o.b, &o.out, deep));
             // Tuning: the plugin's candidates 1..3 (in its order of preference) beside its
             // choice, "ALCOP auto"; built for the first GEMM shape of the large size.
@@ -644,7 +650,8 @@ int main(int argc, char **argv) {
             const double ms = median_ms(v, runs);
             if (is_anchor) anchor_ms = ms;
             if (v.stages == 1) base_ms = ms;
-            if (v.name.rfind("ALCOP auto", 0) == 0 || v.name.rfind("auto #", 0) == 0) candidates.emplace_back(v.name, ms);
+            if (v.name.rfind("ALCOP auto", 0) == 0 || v.name.rfind("auto #", 0) == 0)
+                candidates.emplace_back(v.name, ms);
             char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
             if (!is_anchor && !std::isnan(base_ms)) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
@@ -652,8 +659,8 @@ int main(int argc, char **argv) {
             if (!std::isnan(v.predicted_us)) snprintf(model, sizeof(model), "%.1f", v.predicted_us);
             // A fault is caught when some sampled output is wrong.
             const char *check = v.broken ? (wrong ? "caught" : "MISSED") : (wrong ? "WRONG" : "ok");
-            printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %5s %7s", p.name.c_str(), v.name.c_str(), ms, flops / ms * 1e-9,
-                   speedup, vs_lib, model, regs, check);
+            printf("%-32s %-10s %10.3f %9.4f %8s %7s %14s %5s %7s", p.name.c_str(), v.name.c_str(), ms,
+                   flops / ms * 1e-9, speedup, vs_lib, model, regs, check);
             printf(wrong ? " (%d of %d sampled outputs wrong)\n" : "\n", wrong, std::min(o.nx * o.ny * o.nz, 2000));
             all_correct = all_correct && (v.broken ? wrong > 0 : wrong == 0);
         }

@@ -56,8 +56,8 @@ void record(CUfunction f, unsigned shared_bytes) {
     recorded.max_dynamic_shared = std::max(recorded.max_dynamic_shared, (int)shared_bytes);
 }
 
-CUresult launch_with_opt_in(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                            unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra) {
+CUresult launch_with_opt_in(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared_bytes, CUstream stream, void **params, void **extra) {
     if (shared_bytes > default_dynamic_shared_limit) {
         // Setting the attribute is cheap and idempotent; doing it at every such launch keeps
         // no per-kernel state. A failure (above the device's maximum) is reported by the

@@ -14,8 +14,8 @@ using Halide::Runtime::Buffer;
 namespace {
 
 // Outputs that differ from the reference by more than a float sum of K products may.
-int mismatches(const char *name, int (*gemm)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *), int M,
-               int N, int K) {
+int mismatches(const char *name, int (*gemm)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *), int M, int N,
+               int K) {
     Buffer<float> A(K, M), B(N, K), out(N, M);
     std::mt19937 rng(M * 131 + N * 7 + K);
     std::uniform_real_distribution<float> u(-1, 1);

@@ -57,7 +57,8 @@ double median_ms(MatMulFn fn, Buffer<float> &a, Buffer<float> &b, Buffer<float> 
 }  // namespace
 
 int main(int argc, char **argv) {
-    const int M = argc > 3 ? atoi(argv[1]) : 256, N = argc > 3 ? atoi(argv[2]) : 256, K = argc > 3 ? atoi(argv[3]) : 256;
+    const int M = argc > 3 ? atoi(argv[1]) : 256, N = argc > 3 ? atoi(argv[2]) : 256,
+              K = argc > 3 ? atoi(argv[3]) : 256;
     const int runs = argc > 4 ? atoi(argv[4]) : 5;
     Buffer<float> a(K, M), b(N, K);
     std::mt19937 rng(0);
@@ -73,7 +74,8 @@ int main(int argc, char **argv) {
     } variants[] = {{"unpipelined (stages 1)", gemm_s1}, {"ALCOP      (stages 3)", gemm_s3}};
 
     printf("GEMM %d x %d x %d (fp32) through OpenCL; on a machine without a GPU this is pocl on the CPU,\n"
-           "so the times below are CPU emulation, not GPU performance.\n", M, N, K);
+           "so the times below are CPU emulation, not GPU performance.\n",
+           M, N, K);
     bool ok = true;
     for (const auto &v : variants) {
         Buffer<float> out(N, M);

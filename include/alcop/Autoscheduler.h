@@ -44,7 +44,6 @@ void clamp_to_input_bounds(Halide::Func wrapper);
  * only has the Funcs at hand, and Func::rvars() returns RVars without their RDom. */
 Halide::Expr rdom_extent(const Halide::Func &f, int dim);
 
-
 }  // namespace autoscheduler
 }  // namespace alcop
 

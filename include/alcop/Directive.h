@@ -83,8 +83,7 @@ class Func : public Halide::Func {
 public:
     using Halide::Func::Func;
     Func() = default;
-    Func(const Halide::Func &f)
-        : Halide::Func(f) {
+    Func(const Halide::Func &f) : Halide::Func(f) {
     }
 
     /** alcop::pipeline(*this, stages, level). */

@@ -81,9 +81,9 @@ class FindFragmentLoops : public IRVisitor {
             << "it should be prefetched across.\n";
         const For *loop = serial.back();
         const std::set<std::string> stored = stores_in(op->body);
-        user_assert(stored.size() == 1)
-            << pipeline_call(f, Level::Register) << ": the producer of " << user_name(f) << " writes "
-            << stored.size() << " buffers; a fragment's producer writes only its own registers.\n";
+        user_assert(stored.size() == 1) << pipeline_call(f, Level::Register) << ": the producer of " << user_name(f)
+                                        << " writes " << stored.size()
+                                        << " buffers; a fragment's producer writes only its own registers.\n";
         const Allocate *storage = nullptr;
         for (auto it = per_thread.rbegin(); it != per_thread.rend() && !storage; ++it) {
             if (it->first->name != *stored.begin()) continue;
@@ -143,8 +143,7 @@ class CollectBuffers : public IRVisitor {
     }
 
 public:
-    explicit CollectBuffers(const std::set<std::string> &fragments)
-        : fragments(fragments) {
+    explicit CollectBuffers(const std::set<std::string> &fragments) : fragments(fragments) {
     }
     std::set<std::string> loaded, stored, stored_outside_producers;
 };
@@ -210,7 +209,8 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
     user_assert(e || result.one_step.defined())
         << pipeline_call(first, Level::Register) << ": " << describe_loop(loop) << " has no constant "
         << "extent (" << loop->extent << "). The pass unrolls it after pipelining, so that every register slot "
-        << "has a constant index: split it by a constant factor and compute " << user_name(first) << " at the inner loop.\n";
+        << "has a constant index: split it by a constant factor and compute " << user_name(first)
+        << " at the inner loop.\n";
     result.extent = result.one_step.defined() ? 1 : (int)*e;
     result.stages = requests.at(first).stages;
 
@@ -255,9 +255,8 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
         const std::string f = first_produced(s, fragment_funcs);
         for (const std::string &name : c.stored_outside_producers) {
             user_assert(!func_of_buffer.count(name))
-                << pipeline_call(func_of_buffer.at(name), Level::Register) << ": "
-                << user_name(func_of_buffer.at(name)) << " is written outside its producer in " << describe_loop(loop)
-                << ".\n";
+                << pipeline_call(func_of_buffer.at(name), Level::Register) << ": " << user_name(func_of_buffer.at(name))
+                << " is written outside its producer in " << describe_loop(loop) << ".\n";
         }
         for (const std::string &name : c.loaded) {
             auto it = func_of_buffer.find(name);
@@ -270,9 +269,8 @@ FragmentLoop analyze_loop(const For *loop, const std::vector<std::string> &funcs
             result.body.produced.emplace_back();
             continue;
         }
-        user_assert(!produced.count(f))
-            << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is produced more than once in "
-            << describe_loop(loop) << ".\n";
+        user_assert(!produced.count(f)) << pipeline_call(f, Level::Register) << ": " << user_name(f)
+                                        << " is produced more than once in " << describe_loop(loop) << ".\n";
         produced.insert(f);
         for (const std::string &name : c.loaded) {
             user_assert(!stored_in_loop.count(name) || name == storage.at({f, loop})->name)
@@ -313,10 +311,10 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
         // in one loop mean that a loop inside it was unrolled.
         for (const For *loop : it->second) {
             const size_t n = std::count(it->second.begin(), it->second.end(), loop);
-            user_assert(n == 1)
-                << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is produced " << n
-                << " times in the body of " << describe_loop(loop) << ". Was the loop it is computed at unrolled? "
-                << "Leave that loop serial: the pass unrolls it itself, after pipelining.\n";
+            user_assert(n == 1) << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is produced " << n
+                                << " times in the body of " << describe_loop(loop)
+                                << ". Was the loop it is computed at unrolled? "
+                                << "Leave that loop serial: the pass unrolls it itself, after pipelining.\n";
             auto &funcs = funcs_of_loop[loop];
             if (std::find(funcs.begin(), funcs.end(), f) == funcs.end()) funcs.push_back(f);
         }
@@ -325,9 +323,9 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
             for (const For *l : it->second) {
                 inside = inside || std::find(loops.begin(), loops.end(), l) != loops.end();
             }
-            user_assert(inside)
-                << pipeline_call(f, Level::Register) << ": " << user_name(f) << " is read after the loop that "
-                << "produces it; its slots rotate, so only that loop may read it.\n";
+            user_assert(inside) << pipeline_call(f, Level::Register) << ": " << user_name(f)
+                                << " is read after the loop that "
+                                << "produces it; its slots rotate, so only that loop may read it.\n";
         }
     }
     for (const For *loop : finder.loop_order) {

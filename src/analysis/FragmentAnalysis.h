@@ -40,7 +40,7 @@ namespace alcop {
 struct Fragment {
     std::string func;
     const Halide::Internal::Allocate *storage = nullptr;  ///< the per-thread array F stores into
-    int64_t elements = 0;                                ///< of one slot: the array's size
+    int64_t elements = 0;                                 ///< of one slot: the array's size
 };
 
 /** A serial loop whose fragments are pipelined. Its body is cut like a streaming loop's:

@@ -21,7 +21,7 @@
 namespace alcop {
 
 struct KernelContext {
-    std::vector<std::pair<std::string, Halide::Expr>> lets;                   ///< outermost first
+    std::vector<std::pair<std::string, Halide::Expr>> lets;                 ///< outermost first
     std::vector<std::pair<std::string, Halide::Internal::Interval>> loops;  ///< outermost first
 
     Halide::Expr inline_lets(Halide::Expr e) const;
@@ -55,8 +55,7 @@ protected:
 public:
     KernelContextVisitor() = default;
     /** Starts inside a kernel, at a point where `ctx` is known. */
-    explicit KernelContextVisitor(KernelContext ctx)
-        : ctx(std::move(ctx)), kernel_depth(1) {
+    explicit KernelContextVisitor(KernelContext ctx) : ctx(std::move(ctx)), kernel_depth(1) {
     }
 };
 

@@ -89,8 +89,7 @@ std::string first_produced(const Stmt &s, const std::set<std::string> &funcs) {
     public:
         const std::set<std::string> &funcs;
         std::string found;
-        Finder(const std::set<std::string> &funcs)
-            : funcs(funcs) {
+        Finder(const std::set<std::string> &funcs) : funcs(funcs) {
         }
     } finder(funcs);
     s.accept(&finder);
@@ -238,8 +237,7 @@ class FindStreamingLoops : public KernelContextVisitor {
     }
 
 public:
-    FindStreamingLoops(const std::map<std::string, PipelineRequest> &requests)
-        : requests(requests) {
+    FindStreamingLoops(const std::map<std::string, PipelineRequest> &requests) : requests(requests) {
     }
 
     std::vector<const For *> loop_order;  ///< serial loops of kernels, in program order
@@ -277,8 +275,8 @@ class CollectAccesses : public KernelContextVisitor {
 
     void record(const IRNode *node, bool is_store, const std::string &name, const Expr &index, Type t) {
         if (name == allocation) {
-            accesses.push_back({node, is_store, byte_range(index, t, ctx),
-                                producing.empty() ? std::string() : producing.back()});
+            accesses.push_back(
+                {node, is_store, byte_range(index, t, ctx), producing.empty() ? std::string() : producing.back()});
         } else {
             (is_store ? stored : loaded).insert(name);
         }
@@ -320,8 +318,7 @@ bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, st
         const std::string &name;
         const std::map<const IRNode *, std::string> &owner;
         bool found = false;
-        Finder(const std::string &name, const std::map<const IRNode *, std::string> &owner)
-            : name(name), owner(owner) {
+        Finder(const std::string &name, const std::map<const IRNode *, std::string> &owner) : name(name), owner(owner) {
         }
     } finder(alloc->name, owner);
     alloc->body.accept(&finder);
@@ -330,10 +327,8 @@ bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, st
 
 /** Analyzes one streaming loop; raises the user errors of the header comment. */
 PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelContext &entry,
-                          const std::map<std::string, PipelineRequest> &requests,
-                          const std::vector<std::string> &funcs,
-                          std::map<const IRNode *, std::string> &owner,
-                          bool &has_other_buffers) {
+                          const std::map<std::string, PipelineRequest> &requests, const std::vector<std::string> &funcs,
+                          std::map<const IRNode *, std::string> &owner, bool &has_other_buffers) {
     PipelineLoop result;
     result.loop = loop;
     const std::set<std::string> pipelined(funcs.begin(), funcs.end());
@@ -410,8 +405,8 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
         if (result.body.roles[i] != StmtRole::Producer) continue;
         for (const std::string &name : collected[i].loaded) {
             user_assert(!stored_in_loop.count(name))
-                << pipeline_call(result.body.produced[i]) << ": the producer of "
-                << user_name(result.body.produced[i]) << " reads " << name << ", which " << describe_loop(loop)
+                << pipeline_call(result.body.produced[i]) << ": the producer of " << user_name(result.body.produced[i])
+                << " reads " << name << ", which " << describe_loop(loop)
                 << " writes. Prefetching it would read a value before it is written.\n";
         }
     }
@@ -419,9 +414,10 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
     for (const auto &a : buffers) {
         for (const auto &b : buffers) {
             user_assert(a.first == b.first || a.second.end <= b.second.begin || b.second.end <= a.second.begin)
-                << pipeline_call(a.first) << ": the shared tiles of " << user_name(a.first) << " and " << user_name(b.first)
-                << " cannot be told apart (their bounded ranges, bytes [" << a.second.begin << ", " << a.second.end
-                << ") and [" << b.second.begin << ", " << b.second.end << "), overlap). This happens when a "
+                << pipeline_call(a.first) << ": the shared tiles of " << user_name(a.first) << " and "
+                << user_name(b.first) << " cannot be told apart (their bounded ranges, bytes [" << a.second.begin
+                << ", " << a.second.end << ") and [" << b.second.begin << ", " << b.second.end
+                << "), overlap). This happens when a "
                 << "tile's copy is guarded by a thread predicate that is not a whole number of rows of the "
                 << "thread block; make the copy's thread count divide the tile.\n";
         }
@@ -443,9 +439,9 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 const StagedBuffer &buf = b.second;
                 if (!a.range.known || a.range.overlaps(buf.begin, buf.end)) {
                     user_assert(a.range.known && a.range.inside(buf.begin, buf.end))
-                        << pipeline_call(buf.func) << ": an access to shared memory in "
-                        << describe_loop(loop) << " " << (a.range.known ? "overlaps" : "cannot be bounded against")
-                        << " the tile of " << user_name(buf.func) << " without lying inside it, so it cannot be "
+                        << pipeline_call(buf.func) << ": an access to shared memory in " << describe_loop(loop) << " "
+                        << (a.range.known ? "overlaps" : "cannot be bounded against") << " the tile of "
+                        << user_name(buf.func) << " without lying inside it, so it cannot be "
                         << "told apart from " << user_name(buf.func) << ".\n";
                     found = buf.func;
                 }
@@ -454,9 +450,9 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 has_other_buffers = true;
                 continue;
             }
-            user_assert(!a.is_store)
-                << pipeline_call(found) << ": " << user_name(found) << " is written outside its producer "
-                << "in " << describe_loop(loop) << ".\n";
+            user_assert(!a.is_store) << pipeline_call(found) << ": " << user_name(found)
+                                     << " is written outside its producer "
+                                     << "in " << describe_loop(loop) << ".\n";
             user_assert(seen_produced.count(found))
                 << pipeline_call(found) << ": " << user_name(found) << " is read in " << describe_loop(loop)
                 << " before it is produced there.\n";
@@ -465,9 +461,9 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
     }
 
     for (const std::string &f : funcs) {
-        user_assert(buffers.count(f))
-            << pipeline_call(f) << ": " << user_name(f) << " is not stored in the kernel's GPU shared memory. "
-            << "Level::Shared needs store_in(MemoryType::GPUShared).\n";
+        user_assert(buffers.count(f)) << pipeline_call(f) << ": " << user_name(f)
+                                      << " is not stored in the kernel's GPU shared memory. "
+                                      << "Level::Shared needs store_in(MemoryType::GPUShared).\n";
         result.buffers.push_back(buffers.at(f));
     }
     return result;
@@ -528,9 +524,9 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
         auto l = funcs_of_loop.find(loop);
         if (l == funcs_of_loop.end()) continue;
         const Allocate *alloc = finder.entry_allocation.at(loop);
-        user_assert(alloc)
-            << pipeline_call(l->second.front()) << ": " << user_name(l->second.front()) << " is not stored in "
-            << "GPU shared memory. Level::Shared needs store_in(MemoryType::GPUShared).\n";
+        user_assert(alloc) << pipeline_call(l->second.front()) << ": " << user_name(l->second.front())
+                           << " is not stored in "
+                           << "GPU shared memory. Level::Shared needs store_in(MemoryType::GPUShared).\n";
         auto k = std::find_if(result.kernels.begin(), result.kernels.end(),
                               [&](const KernelPipelines &k) { return k.allocation == alloc; });
         if (k == result.kernels.end()) {
@@ -543,8 +539,8 @@ PipelineAnalysis analyze_pipelines(const Stmt &s, const std::map<std::string, Pi
                 if (const int64_t *b = as_const_int(bytes)) k->allocation_bytes = *b;
             }
         }
-        k->loops.push_back(analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second,
-                                        result.owner, k->has_other_buffers));
+        k->loops.push_back(
+            analyze_loop(loop, alloc, finder.entry.at(loop), requests, l->second, result.owner, k->has_other_buffers));
     }
     for (KernelPipelines &k : result.kernels) {
         k.has_other_buffers = k.has_other_buffers || has_unowned_access(k.allocation, result.owner);

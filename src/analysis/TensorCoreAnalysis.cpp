@@ -49,7 +49,7 @@ bool unit_stride(const Expr &e, const std::string &v) {
 
 /** The parts of the update P(x, y) = P(x, y) + f32(A) * f32(B) of an accumulator. */
 struct InnerProduct {
-    Expr value;  // the update's value, lets substituted (owns a and b)
+    Expr value;                             // the update's value, lets substituted (owns a and b)
     const Call *a = nullptr, *b = nullptr;  // the M side (reads y) and the N side (reads x)
 };
 
@@ -83,8 +83,8 @@ public:
         const Type ta = ip.a->type, tb = ip.b->type;
         user_assert(ta == tb && (ta == Float(16) || ta == BFloat(16)))
             << who << ": mma.sync.m16n8k16 multiplies fp16 (Float(16)) or bf16 (BFloat(16)) operands of one "
-            << "type, but " << user_name(ip.a->name) << " is " << type_name(ta) << " and "
-            << user_name(ip.b->name) << " is " << type_name(tb) << ".\n";
+            << "type, but " << user_name(ip.a->name) << " is " << type_name(ta) << " and " << user_name(ip.b->name)
+            << " is " << type_name(tb) << ".\n";
         use.element = ta;
 
         // Operands staged in shared memory, contiguous along K or along M/N.
@@ -133,8 +133,8 @@ private:
                            (p->call_type == Call::Halide || p->call_type == Call::Image) &&
                            (q->call_type == Call::Halide || q->call_type == Call::Image);
         user_assert(plain) << who << ": the update must be the plain inner product " << form
-                           << " (x along N, y along M, A and B Funcs), but it is " << user_name(f.name())
-                           << "(" << f.args()[0] << ", " << f.args()[1] << ") = " << ip.value << ".\n";
+                           << " (x along N, y along M, A and B Funcs), but it is " << user_name(f.name()) << "("
+                           << f.args()[0] << ", " << f.args()[1] << ") = " << ip.value << ".\n";
         auto reads = [&](const Call *c, const std::string &v) {
             for (const Expr &e : c->args) {
                 if (uses_var(e, v)) return true;
@@ -190,9 +190,9 @@ private:
             if (!has_r) return OperandMajor::Outer;
         }
         user_error << who << ": the operand " << op << " (" << role << ") is neither K- nor " << side
-                   << "-contiguous in its shared tile: its innermost storage dimension (" << inner
-                   << ") is indexed by " << index << ", but ldmatrix reads 16-byte rows along K or along "
-                   << side << ". Make that dimension the reduction index or " << outer
+                   << "-contiguous in its shared tile: its innermost storage dimension (" << inner << ") is indexed by "
+                   << index << ", but ldmatrix reads 16-byte rows along K or along " << side
+                   << ". Make that dimension the reduction index or " << outer
                    << " (with unit stride), e.g. with reorder_storage.\n";
         return OperandMajor::K;
     }
@@ -202,14 +202,13 @@ private:
  * and thread loops around them. */
 class FindUpdates : public IRVisitor {
 public:
-    explicit FindUpdates(const std::string &func)
-        : func(func) {
+    explicit FindUpdates(const std::string &func) : func(func) {
     }
 
     struct Update {
-        Expr index;                                  // lets substituted
-        std::vector<const For *> threads;            // enclosing gpu thread loops, outer first
-        const For *k_loop;                           // the innermost serial loop inside them
+        Expr index;                        // lets substituted
+        std::vector<const For *> threads;  // enclosing gpu thread loops, outer first
+        const For *k_loop;                 // the innermost serial loop inside them
     };
     std::vector<Update> updates;
     const Allocate *allocation = nullptr;
@@ -264,8 +263,7 @@ private:
     static void visit_loads(const Expr &e, F f) {
         struct V : IRVisitor {
             F &f;
-            explicit V(F &f)
-                : f(f) {
+            explicit V(F &f) : f(f) {
             }
             using IRVisitor::visit;
             void visit(const Load *op) override {
@@ -297,9 +295,9 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     s.accept(&find);
     if (find.updates.empty()) return;  // not in this Stmt (e.g. another kernel's pipeline)
     const std::vector<const For *> &threads = find.updates.front().threads;
-    user_assert(!threads.empty())
-        << who << ": the update of " << user_name(name) << " is not inside gpu_threads loops; a warp of 32 threads "
-        << "must share each mma.sync (schedule it with alcop::schedule_tensor_core_tile).\n";
+    user_assert(!threads.empty()) << who << ": the update of " << user_name(name)
+                                  << " is not inside gpu_threads loops; a warp of 32 threads "
+                                  << "must share each mma.sync (schedule it with alcop::schedule_tensor_core_tile).\n";
     // The innermost thread loop is thread_id_x: warps are 32 consecutive of its threads.
     const For *lane_loop = threads.back();
     const int64_t *lanes = as_const_int(lane_loop->extent);
@@ -312,8 +310,8 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     }
     user_assert(lanes && constant && *lanes == 32)
         << who << ": the threads of " << user_name(name) << "'s update do not form whole warps: its innermost "
-        << "gpu_threads dimension " << lane_loop->name << " has " << lane_loop->extent
-        << " threads (" << total << " in all), but mma.sync and ldmatrix need all 32 lanes of each warp, "
+        << "gpu_threads dimension " << lane_loop->name << " has " << lane_loop->extent << " threads (" << total
+        << " in all), but mma.sync and ldmatrix need all 32 lanes of each warp, "
         << "and the lanes of a warp must be that dimension's 32 threads (alcop::schedule_tensor_core_tile "
         << "makes it so).\n";
     // The width of the accumulator's storage: its bound x extent (the block tile's).
@@ -333,7 +331,8 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
             << who << ": the reduction of " << user_name(name) << " inside one staged chunk must be a serial loop "
             << "(not unrolled) around the accumulator updates, inside the gpu_threads loops, of a constant extent "
             << "that is a multiple of 16 (mma.sync.m16n8k16 steps 16 along K), but "
-            << (u.k_loop ? "it is " + u.k_loop->name + " of extent " + text(u.k_loop->extent) : std::string("there is none"))
+            << (u.k_loop ? "it is " + u.k_loop->name + " of extent " + text(u.k_loop->extent) :
+                           std::string("there is none"))
             << ".\n";
     }
 
@@ -347,8 +346,7 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
         }
         for (const FindUpdates::Update &u : find.updates) {
             std::optional<int64_t> flat = evaluate(u.index, values);
-            user_assert(flat) << who << ": cannot tell which accumulator element a lane updates: "
-                              << u.index << ".\n";
+            user_assert(flat) << who << ": cannot tell which accumulator element a lane updates: " << u.index << ".\n";
             held[l].insert({*flat % *width, *flat / *width});  // (x, y)
         }
     }

@@ -32,16 +32,16 @@ namespace alcop {
 
 /** How an operand sits in its shared tile. */
 enum class OperandMajor {
-    K,      ///< contiguous along the reduction
-    Outer   ///< contiguous along M (A) or N (B)
+    K,     ///< contiguous along the reduction
+    Outer  ///< contiguous along M (A) or N (B)
 };
 
 /** One accepted request, as the rewrite needs it. */
 struct TensorCoreUse {
     std::string accumulator;  ///< P
     TensorCoreRequest tile;
-    std::string a, b;         ///< the shared Funcs of the M side (A) and the N side (B)
-    Halide::Type element;     ///< Float(16) or BFloat(16)
+    std::string a, b;      ///< the shared Funcs of the M side (A) and the N side (B)
+    Halide::Type element;  ///< Float(16) or BFloat(16)
     OperandMajor a_major = OperandMajor::K, b_major = OperandMajor::K;
     /** The width (x extent) of the accumulator's storage, its bound_extent; 0 when the
      * lowered Stmt does not hold the update. */
@@ -57,8 +57,8 @@ struct TensorCoreUse {
 };
 
 /** The tensor-core requests recorded on the Funcs of a pipeline (keyed by Func name). */
-std::map<std::string, TensorCoreRequest> collect_tensor_core_requests(
-    const std::vector<Halide::Internal::Function> &outputs);
+std::map<std::string, TensorCoreRequest>
+collect_tensor_core_requests(const std::vector<Halide::Internal::Function> &outputs);
 
 /** Checks the requests on the Funcs of `outputs` against their definitions and the lowered
  * `s` compiled for `target`; returns the accepted uses. Throws Halide::CompileError

@@ -25,11 +25,11 @@ std::string summary(const Contraction &c, const Result &r, const model::SearchOp
     std::ostringstream os;
     os << std::fixed << std::setprecision(1);
     os << "Alcop autoscheduler: " << c.describe() << "\n"
-       << "  model: " << r.gpu->name << ", " << model::to_string(search.model.limits)
-       << " limits (" << model::smem_limit_bytes(*r.gpu, search.model.limits) / 1024 << " KiB shared, "
-       << model::register_limit(*r.gpu, search.model.limits) << " registers); " << r.search.enumerated << " candidates ranked (" << r.search.feasible
-       << " feasible, " << r.applicable << " expressible and tiling the estimates exactly) in "
-       << r.search.seconds * 1e3 << " ms\n"
+       << "  model: " << r.gpu->name << ", " << model::to_string(search.model.limits) << " limits ("
+       << model::smem_limit_bytes(*r.gpu, search.model.limits) / 1024 << " KiB shared, "
+       << model::register_limit(*r.gpu, search.model.limits) << " registers); " << r.search.enumerated
+       << " candidates ranked (" << r.search.feasible << " feasible, " << r.applicable
+       << " expressible and tiling the estimates exactly) in " << r.search.seconds * 1e3 << " ms\n"
        << "  chosen: " << m.s.to_string() << " (M tile " << m.bx << "x" << m.by << "), predicted "
        << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")";
     if (choice.rank > 0) {
@@ -49,11 +49,12 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
     const Mapping &m = choice.chosen();
     std::ostringstream os;
     os << std::fixed << "// " << c.describe() << "\n"
-       << "// Model: " << r.gpu->name << "; " << r.search.enumerated << " candidates ranked in "
-       << std::setprecision(2) << r.search.seconds * 1e3 << " ms.\n"
-       << "// Chosen: " << m.s.to_string() << ", M tile " << m.bx << "x" << m.by << ", predicted "
-       << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")"
-       << (choice.rank ? ", candidate " + std::to_string(choice.rank) + " (tuning)" : std::string(", the model's choice"))
+       << "// Model: " << r.gpu->name << "; " << r.search.enumerated << " candidates ranked in " << std::setprecision(2)
+       << r.search.seconds * 1e3 << " ms.\n"
+       << "// Chosen: " << m.s.to_string() << ", M tile " << m.bx << "x" << m.by << ", predicted " << r.chosen.total_us
+       << " us (" << model::to_string(r.chosen.bound) << ")"
+       << (choice.rank ? ", candidate " + std::to_string(choice.rank) + " (tuning)" :
+                         std::string(", the model's choice"))
        << ".\n";
     if (r.k_chunked && r.k_condition.defined()) {
         os << "// The reduction is chunked by " << m.s.kt << " where its extent is the estimated "
@@ -109,7 +110,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     // --- The schedule.
     std::vector<std::string> warnings;
     if (choice.exact == 0) {
-        warnings.push_back("no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
+        warnings.push_back(
+            "no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
     }
     if (r.chosen.limits == model::RuntimeLimits::OptIn) {
         // The pass checks the kernel against the launch limits; these are the ones the model

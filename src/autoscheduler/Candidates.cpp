@@ -80,11 +80,11 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
     std::ostringstream os;
     os << std::fixed << std::setprecision(2);
     os << "; best-ranked " << top.to_string() << " predicts " << search.ranked[0].total_us << " us but "
-       << (top.reg_stages > 1 && tm == std::nullopt
-               ? "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
-           !tm                ? "its M tile cannot be laid out over the M dimensions" :
-           !tm->k_divisible   ? "its k tile does not divide the estimated K" :
-                                "its block tile does not divide the estimated output");
+       << (top.reg_stages > 1 && tm == std::nullopt ?
+               "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
+           !tm              ? "its M tile cannot be laid out over the M dimensions" :
+           !tm->k_divisible ? "its k tile does not divide the estimated K" :
+                              "its block tile does not divide the estimated output");
     return os.str();
 }
 

@@ -124,8 +124,8 @@ Operand make_operand(const Call *call) {
     const Function &f = o.func;
     if (f.is_pure() && f.values().size() == 1) {
         const Call *read = f.values()[0].as<Call>();
-        bool plain = read && read->call_type == Call::Image && read->param.defined() &&
-                     read->args.size() == f.args().size();
+        bool plain =
+            read && read->call_type == Call::Image && read->param.defined() && read->args.size() == f.args().size();
         for (size_t i = 0; plain && i < read->args.size(); i++) {
             plain = is_var(read->args[i], f.args()[i]);
         }
@@ -238,7 +238,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         // out(v) = out(v) + f(...): the output accumulates a copy of f (rfactor({}) makes this).
         const Add *add = out.update(0).values()[0].as<Add>();
         bool lhs_pure = true;
-        for (size_t i = 0; i < out.args().size(); i++) lhs_pure = lhs_pure && is_var(out.update(0).args()[i], out.args()[i]);
+        for (size_t i = 0; i < out.args().size(); i++)
+            lhs_pure = lhs_pure && is_var(out.update(0).args()[i], out.args()[i]);
         copy = add ? as_func_call(add->b) : nullptr;
         if (!lhs_pure || !calls(add->a, out.name()) || !copy || copy->name == out.name()) {
             return fail("the update of the output " + out.name() + " is neither a contraction nor out += f(...)");
@@ -284,7 +285,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     }
     for (size_t i = 0; i < f.args().size(); i++) {
         if (!is_var(update.args()[i], f.args()[i])) {
-            return fail("the update of " + f.name() + " does not write f(" + f.args()[i] + ", ...) at its own variables");
+            return fail("the update of " + f.name() + " does not write f(" + f.args()[i] +
+                        ", ...) at its own variables");
         }
     }
     // value = f(args) + a * b, in either order.
@@ -342,7 +344,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     const std::string inner = f.args()[perm[0]];
     const bool a_inner = vars_used(ca->args, {inner}).size(), b_inner = vars_used(cb->args, {inner}).size();
     if (a_inner == b_inner) {
-        return fail("the output's innermost dimension " + out.args()[0] + (a_inner ? " indexes both" : " indexes neither") +
+        return fail("the output's innermost dimension " + out.args()[0] +
+                    (a_inner ? " indexes both" : " indexes neither") +
                     " operand; it must index exactly one (the N dimension)");
     }
     c.a = make_operand(a_inner ? cb : ca);
@@ -350,7 +353,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     const std::set<std::string> a_vars = vars_used(c.a.args, fvars), b_vars = vars_used(c.b.args, fvars);
     const std::set<std::string> a_rvars = vars_used(c.a.args, rnames), b_rvars = vars_used(c.b.args, rnames);
     if (!a_rvars.count(rnames[0]) || !b_rvars.count(rnames[0])) {
-        return fail("the first RDom variable " + rnames[0] + " does not index both operands, so the update is not a contraction over it");
+        return fail("the first RDom variable " + rnames[0] +
+                    " does not index both operands, so the update is not a contraction over it");
     }
     for (const std::string &r : rnames) {
         if (!a_rvars.count(r) && !b_rvars.count(r)) {
@@ -381,8 +385,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
             dim.extent = i ? *i : 0;
         }
         if (dim.extent <= 0) {
-            return fail("the output " + out.name() + " has no estimate for dimension " + dim.output_var +
-                        "; call " + out.name() + ".set_estimates(...)");
+            return fail("the output " + out.name() + " has no estimate for dimension " + dim.output_var + "; call " +
+                        out.name() + ".set_estimates(...)");
         }
         c.dims.push_back(dim);
     }

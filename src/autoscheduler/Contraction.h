@@ -62,12 +62,12 @@ struct ContractionDim {
     std::string reduction_var;  ///< the accumulating Func's pure variable for it
     int output_dim = 0;         ///< its position in the output's arguments
     DimRole role = DimRole::Batch;
-    int64_t extent = 0;         ///< estimated extent
+    int64_t extent = 0;  ///< estimated extent
 };
 
 /** One variable of the reduction domain. */
 struct ContractionRVar {
-    std::string name;      ///< as scheduled, e.g. "r$x"
+    std::string name;  ///< as scheduled, e.g. "r$x"
     Halide::Expr min, extent;
     int64_t extent_estimate = 0;
 };
@@ -89,10 +89,10 @@ struct Contraction {
     bool output_is_reduction = false;
     /** The output is an init plus `out += f` (f the accumulating Func): its update stage reads f. */
     bool output_accumulates = false;
-    Operand a, b;                       ///< a: the M side; b: the N side
-    std::vector<ContractionDim> dims;   ///< in the output's dimension order
-    std::vector<ContractionRVar> rvars; ///< innermost first; rvars[0] is chunked by the k tile
-    model::Problem problem;             ///< at the estimates
+    Operand a, b;                        ///< a: the M side; b: the N side
+    std::vector<ContractionDim> dims;    ///< in the output's dimension order
+    std::vector<ContractionRVar> rvars;  ///< innermost first; rvars[0] is chunked by the k tile
+    model::Problem problem;              ///< at the estimates
 
     /** Indices into dims: the N dimension, the M dimensions in output order, the rest. */
     int n_dim() const;

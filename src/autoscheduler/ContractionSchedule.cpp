@@ -370,9 +370,11 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
                 schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
                                                       " at clamped coordinates (AlcopAutoscheduler.h).");
             } else {
-                warnings.push_back("the operand " + o->func.name() +
-                                   " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile read it "
-                                   "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
+                warnings.push_back(
+                    "the operand " + o->func.name() +
+                    " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile "
+                    "read it "
+                    "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
             }
         }
         schedule.pipeline(w, s.smem_stages);

@@ -48,7 +48,8 @@ Options Options::from_environment() {
     }
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_LIMITS")) {
         user_assert(std::string(v) == "optin" || std::string(v) == "default")
-            << "ALCOP_AUTOSCHEDULER_LIMITS=" << v << ": say optin (the app links HalideAlcop::cuda_opt_in) or default.\n";
+            << "ALCOP_AUTOSCHEDULER_LIMITS=" << v
+            << ": say optin (the app links HalideAlcop::cuda_opt_in) or default.\n";
         if (std::string(v) == "optin") o.search.model.limits = model::RuntimeLimits::OptIn;
     }
     if (const char *v = getenv("ALCOP_AUTOSCHEDULER_CANDIDATE")) o.candidate = std::max(0, atoi(v));
@@ -58,7 +59,12 @@ Options Options::from_environment() {
 const model::GpuSpec &gpu_for_target(const Target &target) {
     if (target.has_feature(Target::CUDA)) {
         const int cc = target.get_cuda_capability_lower_bound();
-        const char *name = cc >= 90 ? "H200" : cc >= 89 ? "RTX4090" : cc >= 86 ? "RTX3090" : cc >= 80 ? "A100" : cc >= 70 ? "V100" : nullptr;
+        const char *name = cc >= 90 ? "H200" :
+                           cc >= 89 ? "RTX4090" :
+                           cc >= 86 ? "RTX3090" :
+                           cc >= 80 ? "A100" :
+                           cc >= 70 ? "V100" :
+                                      nullptr;
         if (name && model::find_gpu(name)) return *model::find_gpu(name);
     }
     return model::default_gpu();

@@ -33,8 +33,7 @@ bool parallel_safe(const Function &f, const Definition &def, size_t pos) {
         const std::string &name, &var;
         size_t pos;
         bool safe = true;
-        SelfReads(const std::string &name, const std::string &var, size_t pos)
-            : name(name), var(var), pos(pos) {
+        SelfReads(const std::string &name, const std::string &var, size_t pos) : name(name), var(var), pos(pos) {
         }
     } reads(f.name(), v, pos);
     for (const Expr &e : def.values()) e.accept(&reads);
@@ -64,7 +63,8 @@ void schedule_plain(Schedule &schedule, const Pipeline &p) {
             }
             Chain s = schedule.stage(func, stage - 1);
             if (vars.size() == 2) {
-                Dim x{vars[0]}, y{vars[1]}, xo{vars[0] + "_o"}, yo{vars[1] + "_o"}, xi{vars[0] + "_i"}, yi{vars[1] + "_i"};
+                Dim x{vars[0]}, y{vars[1]}, xo{vars[0] + "_o"}, yo{vars[1] + "_o"}, xi{vars[0] + "_i"},
+                    yi{vars[1] + "_i"};
                 s.split(x, xo, xi, 16, TailStrategy::GuardWithIf)
                     .split(y, yo, yi, 16, TailStrategy::GuardWithIf)
                     .reorder({xi, yi, xo, yo})

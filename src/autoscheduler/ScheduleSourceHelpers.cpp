@@ -22,17 +22,16 @@ void clamp_to_input_bounds(Func wrapper) {
     } else if (call && call->call_type == Call::Image) {
         param = call->param;
     }
-    user_assert(param.defined() && param.is_buffer())
-        << "clamp_to_input_bounds(" << w.name() << "): " << w.name()
-        << " is not a wrapper of a Func that reads an input buffer.\n";
+    user_assert(param.defined() && param.is_buffer()) << "clamp_to_input_bounds(" << w.name() << "): " << w.name()
+                                                      << " is not a wrapper of a Func that reads an input buffer.\n";
     std::vector<Expr> args;
     for (size_t d = 0; d < call->args.size(); d++) {
         Expr min = Variable::make(Int(32), param.name() + ".min." + std::to_string(d), param);
         Expr extent = Variable::make(Int(32), param.name() + ".extent." + std::to_string(d), param);
         args.push_back(clamp(call->args[d], min, min + extent - 1));
     }
-    w.definition().values()[0] =
-        Call::make(call->type, call->name, args, call->call_type, call->func, call->value_index, call->image, call->param);
+    w.definition().values()[0] = Call::make(call->type, call->name, args, call->call_type, call->func,
+                                            call->value_index, call->image, call->param);
 }
 
 Expr rdom_extent(const Func &f, int dim) {

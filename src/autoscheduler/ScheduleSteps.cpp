@@ -279,7 +279,8 @@ Chain::Chain(Schedule &schedule, StageRef stage, bool calls_on_new_lines)
 
 Chain &Chain::add(StepCall c) {
     internal_assert(!added) << "a call added to a chain already done\n";
-    internal_assert(dims_of(c.method) == 0 || c.dims.size() == dims_of(c.method)) << "a call with the wrong dimensions\n";
+    internal_assert(dims_of(c.method) == 0 || c.dims.size() == dims_of(c.method))
+        << "a call with the wrong dimensions\n";
     internal_assert(!is_func_method(c.method) || step.stage.is_func()) << "a Func directive on a Stage\n";
     c.new_line = next_new_line;
     step.calls.push_back(std::move(c));
@@ -366,8 +367,7 @@ void Chain::done() {
 
 // --- Schedule
 
-Schedule::Schedule(Pipeline p, Target target)
-    : p(std::move(p)), target(std::move(target)) {
+Schedule::Schedule(Pipeline p, Target target) : p(std::move(p)), target(std::move(target)) {
 }
 
 FuncRef Schedule::pipeline_func(const Function &f) {
@@ -550,8 +550,7 @@ std::string Schedule::source(const std::string &header) const {
     };
     for (const Step &s : steps) print_step(s);
     std::ostringstream os;
-    os << header
-       << "// Uses `pipeline` and `target`, the Pipeline and Target being scheduled (the parameters of\n"
+    os << header << "// Uses `pipeline` and `target`, the Pipeline and Target being scheduled (the parameters of\n"
        << "// the apply_schedule function of Halide's .schedule.h; in a Generator: get_pipeline() and\n"
        << "// get_target()), and needs \"alcop/Alcop.h\" (link HalideAlcop::HalideAlcop).\n\n"
        << funcs_text.str() << "\n"

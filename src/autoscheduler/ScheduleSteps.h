@@ -57,8 +57,8 @@ struct FuncRef {
 struct Condition {
     struct Term {
         enum class Kind {
-            RDomExtentIs,       ///< rdom_extent(func, dim) == value
-            OutputExtentDivides ///< func.output_buffer().dim(dim).extent() % value == 0
+            RDomExtentIs,        ///< rdom_extent(func, dim) == value
+            OutputExtentDivides  ///< func.output_buffer().dim(dim).extent() % value == 0
         };
         Kind kind;
         FuncRef func;
@@ -85,17 +85,29 @@ struct StageRef {
 struct StepCall {
     enum class Method {
         // On a Stage (or a Func's pure definition):
-        Split, Fuse, Rename, Reorder, GpuBlocks, GpuThreads, GpuSingleThread, Unroll, Vectorize,
+        Split,
+        Fuse,
+        Rename,
+        Reorder,
+        GpuBlocks,
+        GpuThreads,
+        GpuSingleThread,
+        Unroll,
+        Vectorize,
         // On a Func:
-        ComputeAt, ComputeRoot, StoreIn, BoundExtent, ReorderStorage,
+        ComputeAt,
+        ComputeRoot,
+        StoreIn,
+        BoundExtent,
+        ReorderStorage,
     };
     Method method;
     std::vector<Dim> dims;  ///< the dimensions it names, in the order of its arguments
     int factor = 0;         ///< Split: the factor; BoundExtent: the extent
     Halide::TailStrategy tail = Halide::TailStrategy::Auto;
     Halide::MemoryType memory = Halide::MemoryType::Auto;
-    FuncRef at;             ///< ComputeAt: the Func whose loop dims[0] is
-    bool new_line = true;   ///< layout only: printed on a line of its own
+    FuncRef at;            ///< ComputeAt: the Func whose loop dims[0] is
+    bool new_line = true;  ///< layout only: printed on a line of its own
 };
 
 /** One statement. */
@@ -111,14 +123,14 @@ struct Step {
     Kind kind;
     // DeclareFunc
     Origin origin = Origin::PipelineFunc;
-    int index = 0;      ///< PipelineFunc: the index in Pipeline::get_func order
-    FuncRef of, in;     ///< Wrapper: of.in(in); RFactor: of.update(0).rfactor({})
+    int index = 0;   ///< PipelineFunc: the index in Pipeline::get_func order
+    FuncRef of, in;  ///< Wrapper: of.in(in); RFactor: of.update(0).rfactor({})
     // Calls
     StageRef stage;
     std::vector<StepCall> calls;
     // Pipeline, Clamp
     FuncRef func;
-    int value = 0;       ///< Pipeline: the stages
+    int value = 0;  ///< Pipeline: the stages
     bool register_level = false;
     // Enable: alcop::Options' limits (0: the target's defaults, and plain enable(pipeline, target))
     int64_t shared_memory_limit = 0;
@@ -224,8 +236,8 @@ private:
     Halide::Pipeline p;
     Halide::Target target;
     std::vector<Step> steps;
-    std::vector<Halide::Func> funcs;           // by FuncRef::id
-    std::map<std::string, FuncRef> by_name;    // the pipeline's Funcs declared so far
+    std::vector<Halide::Func> funcs;         // by FuncRef::id
+    std::map<std::string, FuncRef> by_name;  // the pipeline's Funcs declared so far
 };
 
 }  // namespace autoscheduler

@@ -128,8 +128,7 @@ void check_declaration(const Function &f) {
         ok = ok && t->getNumParams() == 0 && t->getReturnType()->isIntegerTy();
         break;
     case Marker::Wait:
-        ok = ok && t->getNumParams() == 1 && t->getParamType(0)->isIntegerTy() &&
-             t->getReturnType()->isIntegerTy();
+        ok = ok && t->getNumParams() == 1 && t->getParamType(0)->isIntegerTy() && t->getReturnType()->isIntegerTy();
         break;
     case Marker::None:
         ok = false;
@@ -140,8 +139,7 @@ void check_declaration(const Function &f) {
         ok = ok && call && call->getCalledOperand() == &f;
     }
     if (!ok) {
-        report_fatal_error(Twine("alcop: ") + name +
-                           " does not match the marker contract of AsyncCopyMarkers.h");
+        report_fatal_error(Twine("alcop: ") + name + " does not match the marker contract of AsyncCopyMarkers.h");
     }
 }
 
@@ -226,8 +224,7 @@ SplitPointer split_pointer(Value *p, const DataLayout &dl) {
 // Whether pointer p addresses `delta` bytes past pointer p0.
 bool is_at_offset(Value *p, Value *p0, int64_t delta, const DataLayout &dl) {
     SplitPointer a = split_pointer(p, dl), b = split_pointer(p0, dl);
-    return a.offset - b.offset == delta && a.base->getType() == b.base->getType() &&
-           same_value(a.base, b.base);
+    return a.offset - b.offset == delta && a.base->getType() == b.base->getType() && same_value(a.base, b.base);
 }
 
 bool is_byte_sized(Type *t, const DataLayout &dl) {
@@ -257,8 +254,7 @@ LoadedBytes trace_to_load(Value *v, uint64_t offset, uint64_t size, const DataLa
             return {load, offset};
         } else if (auto *cast = dyn_cast<BitCastInst>(v)) {
             // Same bytes, other lanes (NVPTX is little-endian: lane 0 holds the lowest bytes).
-            if (cast->getSrcTy()->isPtrOrPtrVectorTy() ||
-                element_bytes(cast->getSrcTy(), dl) == 0) {
+            if (cast->getSrcTy()->isPtrOrPtrVectorTy() || element_bytes(cast->getSrcTy(), dl) == 0) {
                 return {};
             }
             v = cast->getOperand(0);
@@ -317,8 +313,8 @@ struct StorePiece {
 
 // Follows every use of v (bytes [offset, ...) of the assembled value) to the stores that
 // write it. Fails on any other use: the assembled value must exist only to be stored.
-bool collect_stores(Value *v, uint64_t offset, const DataLayout &dl,
-                    SmallVectorImpl<StorePiece> &pieces, int depth = 0) {
+bool collect_stores(Value *v, uint64_t offset, const DataLayout &dl, SmallVectorImpl<StorePiece> &pieces,
+                    int depth = 0) {
     if (depth > 8 || v->use_empty()) {
         return false;
     }
@@ -333,14 +329,12 @@ bool collect_stores(Value *v, uint64_t offset, const DataLayout &dl,
             }
             pieces.push_back({store, offset, dl.getTypeStoreSize(v->getType()).getFixedSize()});
         } else if (auto *cast = dyn_cast<BitCastInst>(u)) {
-            if (cast->getDestTy()->isPtrOrPtrVectorTy() ||
-                !collect_stores(cast, offset, dl, pieces, depth + 1)) {
+            if (cast->getDestTy()->isPtrOrPtrVectorTy() || !collect_stores(cast, offset, dl, pieces, depth + 1)) {
                 return false;
             }
         } else if (auto *extract = dyn_cast<ExtractElementInst>(u)) {
             auto *idx = dyn_cast<ConstantInt>(extract->getIndexOperand());
-            if (!idx || !collect_stores(extract, offset + idx->getZExtValue() * es, dl, pieces,
-                                        depth + 1)) {
+            if (!idx || !collect_stores(extract, offset + idx->getZExtValue() * es, dl, pieces, depth + 1)) {
                 return false;
             }
         } else if (auto *shuffle = dyn_cast<ShuffleVectorInst>(u)) {
@@ -420,17 +414,15 @@ CopyGroup find_group(CallInst *call) {
         auto *idx = dyn_cast<ConstantInt>(ie->getOperand(2));
         auto *lane_call = dyn_cast<CallInst>(ie->getOperand(1));
         if (!idx || idx->getZExtValue() >= g.lanes.size() || !lane_call ||
-            lane_call->getCalledFunction() != call->getCalledFunction() ||
-            !lane_call->hasOneUse() || g.lanes[idx->getZExtValue()] ||
-            (ie != last && !ie->hasOneUse())) {
+            lane_call->getCalledFunction() != call->getCalledFunction() || !lane_call->hasOneUse() ||
+            g.lanes[idx->getZExtValue()] || (ie != last && !ie->hasOneUse())) {
             g.lanes.assign(1, call);
             return g;
         }
         g.lanes[idx->getZExtValue()] = lane_call;
         v = ie->getOperand(0);
     }
-    bool complete = isa<UndefValue>(v) &&
-                    std::none_of(g.lanes.begin(), g.lanes.end(), [](CallInst *c) { return !c; });
+    bool complete = isa<UndefValue>(v) && std::none_of(g.lanes.begin(), g.lanes.end(), [](CallInst *c) { return !c; });
     if (!complete) {
         // Keep what was found so that all of them fall back together.
         SmallVector<CallInst *, 16> found;
@@ -449,8 +441,7 @@ CopyGroup find_group(CallInst *call) {
 class AsyncCopyRewrite : public FunctionPass {
 public:
     static char ID;
-    AsyncCopyRewrite()
-        : FunctionPass(ID) {
+    AsyncCopyRewrite() : FunctionPass(ID) {
     }
 
     StringRef getPassName() const override {
@@ -548,7 +539,8 @@ private:
         }
         FunctionType *t = marker->getFunctionType();
         if (!marker->isDeclaration() || t->getNumParams() != 2 || !t->getReturnType()->isIntegerTy()) {
-            report_fatal_error(Twine("alcop: ") + launch_bounds_name + " is not the declaration the markers' contract says");
+            report_fatal_error(Twine("alcop: ") + launch_bounds_name +
+                               " is not the declaration the markers' contract says");
         }
         NamedMDNode *annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
         LLVMContext &context = m.getContext();
@@ -559,9 +551,11 @@ private:
             auto *blocks = dyn_cast<ConstantInt>(call->getArgOperand(1));
             Function *kernel = call->getFunction();
             if (threads && blocks && bounded.insert(kernel).second) {
-                for (auto [key, value] : {std::pair<const char *, ConstantInt *>{"maxntidx", threads}, {"minctasm", blocks}}) {
-                    Metadata *fields[] = {ValueAsMetadata::get(kernel), MDString::get(context, key),
-                                          ValueAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), value->getZExtValue()))};
+                for (auto [key, value] :
+                     {std::pair<const char *, ConstantInt *>{"maxntidx", threads}, {"minctasm", blocks}}) {
+                    Metadata *fields[] = {
+                        ValueAsMetadata::get(kernel), MDString::get(context, key),
+                        ValueAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), value->getZExtValue()))};
                     annotations->addOperand(MDNode::get(context, fields));
                 }
             }
@@ -688,8 +682,7 @@ private:
         }
         StoreInst *dst = pieces[0].store;
         for (const StorePiece &p : pieces) {
-            if (!is_at_offset(p.store->getPointerOperand(), dst->getPointerOperand(), p.offset,
-                              dl)) {
+            if (!is_at_offset(p.store->getPointerOperand(), dst->getPointerOperand(), p.offset, dl)) {
                 return "the stores are not contiguous";
             }
         }
@@ -697,8 +690,7 @@ private:
             return "the destination is not shared memory";
         }
         if (dst->getAlign().value() < size) {
-            return "the destination is aligned to " + std::to_string(dst->getAlign().value()) +
-                   " bytes only";
+            return "the destination is aligned to " + std::to_string(dst->getAlign().value()) + " bytes only";
         }
 
         // Source: lane k must be the bytes [k * es, (k + 1) * es) of one global access.
@@ -726,8 +718,7 @@ private:
             return "the source is not global memory";
         }
         if (src->getAlign().value() < size) {
-            return "the source is aligned to " + std::to_string(src->getAlign().value()) +
-                   " bytes only";
+            return "the source is aligned to " + std::to_string(src->getAlign().value()) + " bytes only";
         }
 
         // cp.async reads global memory where the stores were and writes shared memory some
@@ -777,8 +768,7 @@ private:
         return "";
     }
 
-    static void emit_cp_async(Instruction *before, Value *dst, Value *src, uint64_t size,
-                              Value *src_bytes) {
+    static void emit_cp_async(Instruction *before, Value *dst, Value *src, uint64_t size, Value *src_bytes) {
         IRBuilder<> b(before);
         // The shared address as a 32-bit offset into the shared window, the global one as 64 bits.
         auto as_i8_pointer = [&](Value *p, unsigned space) {
@@ -790,12 +780,10 @@ private:
         Value *s = b.CreatePtrToInt(as_i8_pointer(src, global_space), b.getInt64Ty());
         Value *n = b.CreateIntCast(src_bytes, b.getInt32Ty(), /*isSigned*/ false);
         // .cg (bypass L1) exists only for 16 bytes.
-        std::string text = std::string("cp.async.") + (size == 16 ? "cg" : "ca") +
-                           ".shared.global [$0], [$1], " + std::to_string(size) + ", $2;";
-        auto *type = FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()},
-                                       false);
-        b.CreateCall(InlineAsm::get(type, text, "r,l,r,~{memory}", /*hasSideEffects*/ true),
-                     {d, s, n});
+        std::string text = std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+                           std::to_string(size) + ", $2;";
+        auto *type = FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
+        b.CreateCall(InlineAsm::get(type, text, "r,l,r,~{memory}", /*hasSideEffects*/ true), {d, s, n});
     }
 };
 
@@ -804,9 +792,7 @@ char AsyncCopyRewrite::ID = 0;
 bool register_rewrite() {
     PassManagerBuilder::addGlobalExtension(
         PassManagerBuilder::EP_EarlyAsPossible,
-        [](const PassManagerBuilder &, legacy::PassManagerBase &pm) {
-            pm.add(new AsyncCopyRewrite());
-        });
+        [](const PassManagerBuilder &, legacy::PassManagerBase &pm) { pm.add(new AsyncCopyRewrite()); });
     return true;
 }
 

@@ -62,8 +62,7 @@ class MarkLaunchBounds : public IRMutator {
         BlockSize size;
         op->body.accept(&size);
         if (!size.constant || size.threads <= 0) return op;
-        return mark_innermost(op, Call::make(Int(32), launch_bounds_name,
-                                             {(int)size.threads, blocks}, Call::Extern));
+        return mark_innermost(op, Call::make(Int(32), launch_bounds_name, {(int)size.threads, blocks}, Call::Extern));
     }
 
     static Stmt mark_innermost(const For *op, const Expr &marker) {
@@ -77,8 +76,7 @@ class MarkLaunchBounds : public IRMutator {
     }
 
 public:
-    MarkLaunchBounds(const std::map<std::string, int> &requests)
-        : requests(requests) {
+    MarkLaunchBounds(const std::map<std::string, int> &requests) : requests(requests) {
     }
 };
 

@@ -108,7 +108,8 @@ Expr slice(const Expr &e, int first, int lanes) {
  * when it does not qualify. */
 Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment) {
     auto stays_synchronous = [&](const char *why) {
-        debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value << "\n";
+        debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value
+                 << "\n";
         return Stmt();
     };
     const Type t = value.type();
@@ -128,7 +129,8 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
         src_bytes = simplify(*valid * eb);
     }
     if (!load || !is_const_one(load->predicate) || !dense(load->index)) return stays_synchronous("not a dense load");
-    if (!load->param.defined() || load->param.host_alignment() % bytes != 0 || !aligned_to(load->alignment, eb, bytes)) {
+    if (!load->param.defined() || load->param.host_alignment() % bytes != 0 ||
+        !aligned_to(load->alignment, eb, bytes)) {
         return stays_synchronous("global address not provably aligned");
     }
     Expr marker = Call::make(t, async_copy_prefix + type_suffix(t.element_of()), {Expr(load), src_bytes}, Call::Extern);
@@ -215,8 +217,7 @@ class Lowering : public CopyLowering {
     const CopyKind kind;
 
 public:
-    Lowering(CopyKind kind)
-        : kind(kind) {
+    Lowering(CopyKind kind) : kind(kind) {
         user_assert(kind != CopyKind::Async || async_copy_rewrite_registered())
             << "alcop: asynchronous copies need the NVPTX rewrite of cp.async markers, which is not registered "
             << "in this process (link the alcop library whole).\n";

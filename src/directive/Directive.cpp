@@ -44,11 +44,10 @@ const char *to_string(Level level) {
 }
 
 Halide::Func pipeline(Halide::Func f, int stages, Level level) {
-    user_assert(stages >= 1)
-        << "alcop::pipeline(" << user_name(f.name()) << ", " << stages << "): the number of stages must be at "
-        << "least 1 (1 means no pipelining).\n";
-    user_assert(f.defined())
-        << "alcop::pipeline(" << user_name(f.name()) << "): the Func has no definition.\n";
+    user_assert(stages >= 1) << "alcop::pipeline(" << user_name(f.name()) << ", " << stages
+                             << "): the number of stages must be at "
+                             << "least 1 (1 means no pipelining).\n";
+    user_assert(f.defined()) << "alcop::pipeline(" << user_name(f.name()) << "): the Func has no definition.\n";
     std::ostringstream tag;
     tag << tag_prefix << stages << " " << to_string(level);
     f.add_trace_tag(tag.str());
@@ -89,8 +88,8 @@ std::optional<int> requested_min_blocks_per_sm(const Function &f) {
 Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n) {
     user_assert(f.defined()) << "alcop::tensor_cores(" << user_name(f.name()) << "): the Func has no definition.\n";
     user_assert(warp_m > 0 && warp_n > 0 && warp_m % 16 == 0 && warp_n % 16 == 0)
-        << "alcop::tensor_cores(" << user_name(f.name()) << ", " << warp_m << ", " << warp_n
-        << "): the warp tile " << warp_m << " x " << warp_n << " (M x N) is not a multiple of the instruction "
+        << "alcop::tensor_cores(" << user_name(f.name()) << ", " << warp_m << ", " << warp_n << "): the warp tile "
+        << warp_m << " x " << warp_n << " (M x N) is not a multiple of the instruction "
         << "shape: mma.sync.m16n8k16 computes 16 x 8 tiles and one ldmatrix.x4 loads B for two of them, so "
         << "warp_m and warp_n must be positive multiples of 16.\n";
     f.add_trace_tag(tensor_cores_prefix + std::to_string(warp_m) + " " + std::to_string(warp_n));

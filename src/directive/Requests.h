@@ -45,8 +45,9 @@ pipeline_functions(const std::vector<Halide::Internal::Function> &outputs);
 
 /** What `requested` finds recorded on each Function of that pipeline, keyed by Func name. */
 template<typename Request>
-std::map<std::string, Request> collect_recorded(const std::vector<Halide::Internal::Function> &outputs,
-                                                std::optional<Request> (*requested)(const Halide::Internal::Function &)) {
+std::map<std::string, Request>
+collect_recorded(const std::vector<Halide::Internal::Function> &outputs,
+                 std::optional<Request> (*requested)(const Halide::Internal::Function &)) {
     std::map<std::string, Request> found;
     for (const auto &f : pipeline_functions(outputs)) {
         if (std::optional<Request> r = requested(f.second)) {
@@ -59,9 +60,8 @@ std::map<std::string, Request> collect_recorded(const std::vector<Halide::Intern
 /** Called by the lowering pass with the Stmt it received, the one it returns and the requests
  * it honoured (keyed by Func name), for tools and tests that inspect what it did
  * (process-wide, like Halide's CompilerLogger). An empty function removes it. */
-using LoweringObserver =
-    std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after,
-                       const std::map<std::string, PipelineRequest> &requests)>;
+using LoweringObserver = std::function<void(const Halide::Internal::Stmt &before, const Halide::Internal::Stmt &after,
+                                            const std::map<std::string, PipelineRequest> &requests)>;
 void set_lowering_observer(LoweringObserver observer);
 
 }  // namespace alcop

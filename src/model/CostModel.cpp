@@ -120,8 +120,7 @@ struct Iteration {
 // issue time; shared memory is one pipe for the whole SM.
 double throughput_cycles(const Iteration &it, int64_t warps_on_sm, int schedulers) {
     const double busiest = double(ceil_div(warps_on_sm, schedulers));
-    return std::max(busiest * std::max(it.fma_per_warp, it.issue_per_warp),
-                    warps_on_sm * it.smem_per_warp);
+    return std::max(busiest * std::max(it.fma_per_warp, it.issue_per_warp), warps_on_sm * it.smem_per_warp);
 }
 
 Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
@@ -146,8 +145,8 @@ Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
 // blocks re-reads the A rows and B columns it touches. Clamped between the
 // unique bytes and the L2->SM traffic (a byte cannot come from DRAM more often
 // than it is requested).
-double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &gpu,
-                           int blocks_per_sm, int64_t total_blocks, double l2_traffic) {
+double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &gpu, int blocks_per_sm,
+                           int64_t total_blocks, double l2_traffic) {
     // A Problem built by hand may leave the unique bytes at 0: read that as
     // dense operands.
     const double a_bytes = p.a_bytes > 0 ? double(p.a_bytes) : 4.0 * p.batch * p.m * p.k;
@@ -177,19 +176,20 @@ double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &g
 // The first launch limit `s` breaks on `gpu` under `options`, or "" if it
 // fits. Assumes `s` is structurally valid. Fills in the register estimate and
 // the occupancy as far as it gets.
-std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options,
-                            int *regs, Occupancy *occ) {
+std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options, int *regs,
+                            Occupancy *occ) {
     const int threads = s.threads();
     if (threads > gpu.max_threads_per_block) {
-        return format("%d threads per block, more than the %d %s allows",
-                      threads, gpu.max_threads_per_block, gpu.name.c_str());
+        return format("%d threads per block, more than the %d %s allows", threads, gpu.max_threads_per_block,
+                      gpu.name.c_str());
     }
     const int64_t smem = s.smem_bytes();
     const int64_t limit = smem_limit_bytes(gpu, options.limits);
     if (smem > limit) {
-        std::string msg = format("needs %lld B of shared memory per block (%d stages x %lld B), over the %s limit of %s on %s",
-                                 (long long)smem, s.smem_stages, (long long)s.bytes_per_stage(),
-                                 to_string(options.limits), kib(limit).c_str(), gpu.name.c_str());
+        std::string msg =
+            format("needs %lld B of shared memory per block (%d stages x %lld B), over the %s limit of %s on %s",
+                   (long long)smem, s.smem_stages, (long long)s.bytes_per_stage(), to_string(options.limits),
+                   kib(limit).c_str(), gpu.name.c_str());
         if (options.limits == RuntimeLimits::HalideDefault && smem <= gpu.smem_per_block_optin) {
             msg += format("; it would fit under the opt-in maximum of %s", kib(gpu.smem_per_block_optin).c_str());
         }
@@ -198,11 +198,10 @@ std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOp
     *regs = estimate_registers(s, gpu);
     const int reg_limit = register_limit(gpu, options.limits);
     if (*regs > reg_limit) {
-        std::string msg = format("needs about %d registers per thread, more than the %d %s (it would spill)", *regs,
-                                 reg_limit,
-                                 options.limits == RuntimeLimits::HalideDefault ?
-                                     "Halide's CUDA runtime lets the driver allocate" :
-                                     "maximum");
+        std::string msg =
+            format("needs about %d registers per thread, more than the %d %s (it would spill)", *regs, reg_limit,
+                   options.limits == RuntimeLimits::HalideDefault ? "Halide's CUDA runtime lets the driver allocate" :
+                                                                    "maximum");
         if (options.limits == RuntimeLimits::HalideDefault && *regs <= gpu.max_registers_per_thread) {
             msg += format("; it would fit with the opt-in (up to %d)", gpu.max_registers_per_thread);
         }
@@ -212,8 +211,8 @@ std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOp
     const int64_t regs_per_warp = round_up(int64_t(*regs) * gpu.warp_size, gpu.register_alloc_unit);
     if (regs_per_warp * warps > gpu.max_registers_per_block) {
         return format("needs %lld registers per block (%d threads x %lld allocated), more than the %d a block may hold",
-                      (long long)(regs_per_warp * warps), threads,
-                      (long long)(regs_per_warp / gpu.warp_size), gpu.max_registers_per_block);
+                      (long long)(regs_per_warp * warps), threads, (long long)(regs_per_warp / gpu.warp_size),
+                      gpu.max_registers_per_block);
     }
     *occ = occupancy(threads, *regs, smem, gpu);
     if (occ->blocks_per_sm <= 0) {
@@ -323,8 +322,7 @@ bool structurally_valid(const Schedule &s, std::string *why) {
         return fail("register stages must be 1 or 2");
     }
     if (s.bm % s.tm != 0 || s.bn % s.tn != 0) {
-        return fail(format("thread tile %dx%d does not divide block tile %dx%d",
-                           s.tm, s.tn, s.bm, s.bn));
+        return fail(format("thread tile %dx%d does not divide block tile %dx%d", s.tm, s.tn, s.bm, s.bn));
     }
     const int threads = s.threads();
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
@@ -333,8 +331,8 @@ bool structurally_valid(const Schedule &s, std::string *why) {
     // The copies move 4-wide vectors along the contiguous dimension of each tile (k for A,
     // n for B); a round of copies may leave threads idle (the schedules guard it).
     if (s.kt % kVectorWidth != 0 || s.bn % kVectorWidth != 0) {
-        return fail(format("the %dx%d and %dx%d tiles cannot be copied in whole 4-wide vectors",
-                           s.kt, s.bm, s.kt, s.bn));
+        return fail(
+            format("the %dx%d and %dx%d tiles cannot be copied in whole 4-wide vectors", s.kt, s.bm, s.kt, s.bn));
     }
     return true;
 }
@@ -354,8 +352,6 @@ bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options, st
     }
     return why_not.empty();
 }
-
-
 
 int64_t smem_limit_bytes(const GpuSpec &gpu, RuntimeLimits limits) {
     return limits == RuntimeLimits::OptIn ? gpu.smem_per_block_optin : gpu.smem_per_block_default;
@@ -404,8 +400,7 @@ Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block, co
     }
     // Registers go to warps in allocation units, and each warp's registers
     // come from the file of the scheduler sub-partition it runs on.
-    const int64_t regs_per_warp = round_up(int64_t(regs_per_thread) * gpu.warp_size,
-                                           gpu.register_alloc_unit);
+    const int64_t regs_per_warp = round_up(int64_t(regs_per_thread) * gpu.warp_size, gpu.register_alloc_unit);
     o.regs_allocated = static_cast<int>(regs_per_warp / gpu.warp_size);
     if (regs_per_warp > 0) {
         const int64_t per_partition = gpu.registers_per_sm / gpu.schedulers_per_sm;
@@ -460,8 +455,7 @@ const char *to_string(Bound b) {
 // ---------------------------------------------------------------------------
 // The model.
 
-Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
-                   const ModelOptions &options) {
+Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, const ModelOptions &options) {
     Prediction r;
     r.schedule = s;
     r.gpu_name = gpu.name;
@@ -540,14 +534,14 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu,
     const int copy_vectors = s.copy_vectors_per_thread_per_stage();
     const int copy_instructions = copy_vectors * (async ? 1 : 2);
     const int barriers = barriers_per_iteration(s.smem_stages);
-    it.issue_per_warp = double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions +
-                        kLoopOverheadInstructions + barriers;
+    it.issue_per_warp =
+        double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions + kLoopOverheadInstructions + barriers;
     // One warp's own dependence chain per k step: with one register slot it
     // must wait for its fragment loads before its FMAs; with two it loads the
     // next k step's fragments while computing this one.
     const double step_fmas = tile_fmas * fma_cpi;
-    const double step = s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas)
-                                          : gpu.smem_latency_cycles + step_fmas;
+    const double step =
+        s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas) : gpu.smem_latency_cycles + step_fmas;
     it.chain = s.kt * step;
     it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) + barriers * kBarrierCycles;
     // Load: latency plus the stage's transfer at the SM's share of L2 bandwidth.
@@ -625,17 +619,19 @@ std::string Prediction::explain() const {
                   "(%d allocated; limit %d). ",
                   threads, kib(smem_per_block).c_str(), s.smem_stages, (long long)s.bytes_per_stage(),
                   kib(smem_limit).c_str(), to_string(limits), regs_estimated, occ.regs_allocated, register_limit);
-    out += format("Occupancy %d blocks/SM (%.0f%% of warps), limited by %s (smem allows %d, registers %d, threads %d, slots %d); "
-                  "%lld blocks make %.2f waves. ",
-                  occ.blocks_per_sm, 100.0 * occ.fraction, to_string(occ.limiter), occ.by_smem,
-                  occ.by_registers, occ.by_threads, occ.by_slots, (long long)total_blocks, waves);
-    out += format("The main loop runs %lld iteration%s; one loads a stage in %.0f cycles (%.0f of them transfer) "
-                  "and computes it in %.0f (FMA %.0f, shared memory %.0f, issue %.0f, warp chain %.0f, plus barriers); ",
-                  (long long)k_iterations, k_iterations == 1 ? "" : "s", load_cycles, load_transfer_cycles,
-                  compute_cycles, fma_cycles, smem_cycles, issue_cycles, warp_chain_cycles);
+    out += format(
+        "Occupancy %d blocks/SM (%.0f%% of warps), limited by %s (smem allows %d, registers %d, threads %d, slots %d); "
+        "%lld blocks make %.2f waves. ",
+        occ.blocks_per_sm, 100.0 * occ.fraction, to_string(occ.limiter), occ.by_smem, occ.by_registers, occ.by_threads,
+        occ.by_slots, (long long)total_blocks, waves);
+    out +=
+        format("The main loop runs %lld iteration%s; one loads a stage in %.0f cycles (%.0f of them transfer) "
+               "and computes it in %.0f (FMA %.0f, shared memory %.0f, issue %.0f, warp chain %.0f, plus barriers); ",
+               (long long)k_iterations, k_iterations == 1 ? "" : "s", load_cycles, load_transfer_cycles, compute_cycles,
+               fma_cycles, smem_cycles, issue_cycles, warp_chain_cycles);
     if (exposed_load_cycles > 0) {
-        out += format("with prefetch distance %d, %.0f cycles of load per iteration stay exposed. ",
-                      prefetch_distance, exposed_load_cycles);
+        out += format("with prefetch distance %d, %.0f cycles of load per iteration stay exposed. ", prefetch_distance,
+                      exposed_load_cycles);
     } else {
         const int resident = full_waves > 0 ? occ.blocks_per_sm : tail_blocks_per_sm;
         out += format("prefetch distance %d hides the loads (of %d resident block%s per SM, in step). ",

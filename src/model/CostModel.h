@@ -188,8 +188,7 @@ struct Occupancy {
  * block plus the driver's reservation, in allocation units). Ties between
  * limiters are reported in the order smem, registers, threads, block slots.
  * Does not check the per-block limits; predict() does that first. */
-Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block,
-                    const GpuSpec &gpu);
+Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block, const GpuSpec &gpu);
 
 /** Cycles from launch to the end of the last iteration's compute for one block
  * whose main loop runs `iterations` iterations with prefetch distance `d`,

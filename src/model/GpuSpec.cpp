@@ -180,12 +180,10 @@ struct Alias {
 
 // Form-factor and memory suffixes people commonly write after the model name.
 const Alias aliases[] = {
-    {"v100", "V100"},       {"v100sxm2", "V100"},      {"v100sxm", "V100"},
-    {"a100", "A100"},       {"a100sxm4", "A100"},      {"a100sxm", "A100"},
-    {"a10080gb", "A100"},   {"rtx3090", "RTX3090"},    {"3090", "RTX3090"},
-    {"rtx4090", "RTX4090"}, {"4090", "RTX4090"},       {"h100", "H100"},
-    {"h100sxm", "H100"},    {"h100sxm5", "H100"},      {"h200", "H200"},
-    {"h200sxm", "H200"},
+    {"v100", "V100"},     {"v100sxm2", "V100"},   {"v100sxm", "V100"},  {"a100", "A100"},
+    {"a100sxm4", "A100"}, {"a100sxm", "A100"},    {"a10080gb", "A100"}, {"rtx3090", "RTX3090"},
+    {"3090", "RTX3090"},  {"rtx4090", "RTX4090"}, {"4090", "RTX4090"},  {"h100", "H100"},
+    {"h100sxm", "H100"},  {"h100sxm5", "H100"},   {"h200", "H200"},     {"h200sxm", "H200"},
 };
 
 }  // namespace

@@ -18,10 +18,9 @@ bool faster(const Prediction &a, const Prediction &b) {
         return a.total_us < b.total_us;
     }
     const Schedule &x = a.schedule, &y = b.schedule;
-    return std::make_tuple(a.smem_per_block, a.occ.regs_allocated, x.smem_stages, x.reg_stages,
-                           x.bm, x.bn, x.kt, x.tm, x.tn) <
-           std::make_tuple(b.smem_per_block, b.occ.regs_allocated, y.smem_stages, y.reg_stages,
-                           y.bm, y.bn, y.kt, y.tm, y.tn);
+    return std::make_tuple(a.smem_per_block, a.occ.regs_allocated, x.smem_stages, x.reg_stages, x.bm, x.bn, x.kt, x.tm,
+                           x.tn) < std::make_tuple(b.smem_per_block, b.occ.regs_allocated, y.smem_stages, y.reg_stages,
+                                                   y.bm, y.bn, y.kt, y.tm, y.tn);
 }
 
 }  // namespace
@@ -29,8 +28,8 @@ bool faster(const Prediction &a, const Prediction &b) {
 std::vector<Schedule> enumerate_schedules(const SearchSpace &space) {
     std::vector<Schedule> out;
     out.reserve(space.block_tiles.size() * space.block_tiles.size() * space.thread_tiles.size() *
-                space.thread_tiles.size() * space.k_tiles.size() *
-                size_t(std::max(0, space.max_smem_stages)) * size_t(std::max(0, space.max_reg_stages)));
+                space.thread_tiles.size() * space.k_tiles.size() * size_t(std::max(0, space.max_smem_stages)) *
+                size_t(std::max(0, space.max_reg_stages)));
     for (int bm : space.block_tiles) {
         for (int bn : space.block_tiles) {
             for (int tm : space.thread_tiles) {
@@ -88,8 +87,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     result.feasible = result.ranked.size();
 
     if (options.keep > 0 && options.keep < result.ranked.size()) {
-        std::partial_sort(result.ranked.begin(), result.ranked.begin() + options.keep,
-                          result.ranked.end(), faster);
+        std::partial_sort(result.ranked.begin(), result.ranked.begin() + options.keep, result.ranked.end(), faster);
         result.ranked.resize(options.keep);
     } else {
         std::sort(result.ranked.begin(), result.ranked.end(), faster);
@@ -105,12 +103,11 @@ std::string SearchResult::report(size_t top) const {
     snprintf(line, sizeof(line),
              "%s on %s (limits: %s): %zu candidates, %zu feasible "
              "(%zu over shared memory, %zu over registers, %zu other), ranked in %.3f ms\n",
-             problem.to_string().c_str(), gpu_name.c_str(), to_string(limits), enumerated,
-             feasible, rejected_smem, rejected_registers, rejected_other, seconds * 1e3);
+             problem.to_string().c_str(), gpu_name.c_str(), to_string(limits), enumerated, feasible, rejected_smem,
+             rejected_registers, rejected_other, seconds * 1e3);
     out += line;
-    snprintf(line, sizeof(line), "%4s  %-24s %7s %9s %5s %12s %6s %5s %9s %11s  %s\n", "rank",
-             "schedule", "threads", "smem", "regs", "blocks/SM", "waves", "dist", "exposed",
-             "time (us)", "bound");
+    snprintf(line, sizeof(line), "%4s  %-24s %7s %9s %5s %12s %6s %5s %9s %11s  %s\n", "rank", "schedule", "threads",
+             "smem", "regs", "blocks/SM", "waves", "dist", "exposed", "time (us)", "bound");
     out += line;
     const size_t n = std::min(top, ranked.size());
     for (size_t i = 0; i < n; i++) {
@@ -121,10 +118,9 @@ std::string SearchResult::report(size_t top) const {
                  r.occ.limiter == OccupancyLimiter::Registers    ? "regs" :
                  r.occ.limiter == OccupancyLimiter::Threads      ? "thr" :
                                                                    "slot");
-        snprintf(line, sizeof(line), "%4zu  %-24s %7d %9lld %5d %12s %6.2f %5d %9.0f %11.2f  %s\n",
-                 i + 1, r.schedule.to_string().c_str(), r.threads, (long long)r.smem_per_block,
-                 r.occ.regs_allocated, occ, r.waves, r.prefetch_distance, r.exposed_load_cycles,
-                 r.total_us, to_string(r.bound));
+        snprintf(line, sizeof(line), "%4zu  %-24s %7d %9lld %5d %12s %6.2f %5d %9.0f %11.2f  %s\n", i + 1,
+                 r.schedule.to_string().c_str(), r.threads, (long long)r.smem_per_block, r.occ.regs_allocated, occ,
+                 r.waves, r.prefetch_distance, r.exposed_load_cycles, r.total_us, to_string(r.bound));
         out += line;
     }
     return out;

@@ -70,8 +70,7 @@ struct SearchResult {
     std::string report(size_t top = 10) const;
 };
 
-SearchResult search(const Problem &p, const GpuSpec &gpu,
-                    const SearchOptions &options = SearchOptions());
+SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &options = SearchOptions());
 
 }  // namespace model
 }  // namespace alcop

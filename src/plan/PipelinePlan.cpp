@@ -58,9 +58,8 @@ KernelPlan plan_kernel(const KernelPipelines &kernel) {
     plan.anchor = appended ? Anchor::AfterOldData : Anchor::AllocationStart;
     for (const PipelineLoop &loop : kernel.loops) {
         LoopPlan lp;
-        std::vector<Hole> holes = kernel.has_other_buffers && !appended ?
-                                      free_during(loop, kernel.allocation_bytes) :
-                                      std::vector<Hole>{{0, unbounded}};
+        std::vector<Hole> holes = kernel.has_other_buffers && !appended ? free_during(loop, kernel.allocation_bytes) :
+                                                                          std::vector<Hole>{{0, unbounded}};
         for (const StagedBuffer &b : loop.buffers) {
             BufferPlan bp;
             bp.func = b.func;

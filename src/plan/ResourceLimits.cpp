@@ -120,13 +120,13 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
             registers += (int64_t)l.stages * f.elements * words;
             const bool first = &f == &l.fragments.front();
             funcs << (first ? "" : ", ") << user_name(f.func);
-            slots << (first ? "" : ", ") << user_name(f.func) << ": " << l.stages << " stages x " << f.elements
-                  << " x " << f.storage->type.bytes() << " bytes";
+            slots << (first ? "" : ", ") << user_name(f.func) << ": " << l.stages << " stages x " << f.elements << " x "
+                  << f.storage->type.bytes() << " bytes";
         }
         user_assert(registers <= limit)
             << "alcop::pipeline(" << funcs.str() << ", Level::Register): the register slots in "
-            << describe_loop(l.loop) << " would take " << registers << " 32-bit registers per thread ("
-            << slots.str() << "), more than the limit of " << limit << " (" << why << "). Use fewer register "
+            << describe_loop(l.loop) << " would take " << registers << " 32-bit registers per thread (" << slots.str()
+            << "), more than the limit of " << limit << " (" << why << "). Use fewer register "
             << "stages or smaller fragments, or raise the limit with alcop::Options::register_limit if the "
             << "kernel may use more"
             << (options.target.has_feature(Target::CUDA) ?

@@ -97,8 +97,7 @@ class FindWindows : public KernelContextVisitor {
     }
 
     void visit(const Allocate *op) override {
-        if (kernel_depth && thread_vars.empty() && op->memory_type == MemoryType::Register &&
-            op->extents.size() == 1) {
+        if (kernel_depth && thread_vars.empty() && op->memory_type == MemoryType::Register && op->extents.size() == 1) {
             windows.emplace(op->name, std::vector<SplitIndex>());
             for (const auto &l : ctx.loops) {
                 outer_loops[op->name].insert(l.first);
@@ -129,8 +128,8 @@ class FindWindows : public KernelContextVisitor {
             thread_part = b->value;
         }
         Interval bounds = ctx.bounds(rest);
-        bool fits = !thread_part.type().is_vector() && bounds.is_bounded() &&
-                    is_const(simplify(bounds.min)) && is_const(simplify(bounds.max));
+        bool fits = !thread_part.type().is_vector() && bounds.is_bounded() && is_const(simplify(bounds.min)) &&
+                    is_const(simplify(bounds.max));
         // The thread part may not vary within the thread (the index was not T + c).
         for (const std::string &v : varying) {
             fits = fits && !expr_uses_var(thread_part, v);
@@ -173,15 +172,13 @@ class Rebase : public IRMutator {
     Expr visit(const Load *op) override {
         if (!windows.count(op->name)) return IRMutator::visit(op);
         Expr index = rebased.at(op);
-        return Load::make(op->type, op->name, index, op->image, op->param, mutate(op->predicate),
-                          ModulusRemainder());
+        return Load::make(op->type, op->name, index, op->image, op->param, mutate(op->predicate), ModulusRemainder());
     }
 
     Stmt visit(const Store *op) override {
         if (!windows.count(op->name)) return IRMutator::visit(op);
         Expr index = rebased.at(op);
-        return Store::make(op->name, mutate(op->value), index, op->param, mutate(op->predicate),
-                           ModulusRemainder());
+        return Store::make(op->name, mutate(op->value), index, op->param, mutate(op->predicate), ModulusRemainder());
     }
 
     Stmt visit(const Allocate *op) override {

@@ -18,7 +18,6 @@ using namespace Halide::Internal;
 
 namespace {
 
-
 /** Prologues that prefetch further ahead are emitted as loops (InjectPipelines::prologue_loop);
  * the stage counts schedules use (up to 16, the generators' limit) stay unrolled. */
 constexpr int max_unrolled_prologue = 15;
@@ -53,9 +52,9 @@ Stmt sequence(const std::vector<Stmt> &stmts) {
 
 /** How to address the slots of a pipelined buffer inside its streaming loop. */
 struct SlotAddress {
-    Expr anchor_units;   ///< where slots are counted from, in units of slot_alignment bytes
-    int64_t shift_bytes; ///< from the tile's old place to slot 0, past the anchor
-    Expr iteration;      ///< k - min, the iteration of the streaming loop
+    Expr anchor_units;    ///< where slots are counted from, in units of slot_alignment bytes
+    int64_t shift_bytes;  ///< from the tile's old place to slot 0, past the anchor
+    Expr iteration;       ///< k - min, the iteration of the streaming loop
     int stages;
     int64_t slot_bytes;  ///< between consecutive slots
 };
@@ -173,8 +172,8 @@ class InjectPipelines : public IRMutator {
         const PipelineLoop &loop;
         const LoopPlan &plan;
         Expr k, end;
-        int in_flight;                              ///< what the waits leave outstanding
-        std::map<std::string, Stmt> producer;       ///< each buffer's copy into its slot, in terms of k
+        int in_flight;                                 ///< what the waits leave outstanding
+        std::map<std::string, Stmt> producer;          ///< each buffer's copy into its slot, in terms of k
         std::vector<IssuedCopy::Registers> registers;  ///< what the copies stage through
     };
 
@@ -295,8 +294,9 @@ class InjectPipelines : public IRMutator {
                 break;
             }
             case StmtRole::Compute:
-                steady.push_back(i == last_compute ? mutate_last_consumer(body.stmts[i], composition, register_prologue) :
-                                                     mutate(body.stmts[i]));
+                steady.push_back(i == last_compute ?
+                                     mutate_last_consumer(body.stmts[i], composition, register_prologue) :
+                                     mutate(body.stmts[i]));
                 keep_barrier = true;
                 break;
             }
@@ -360,7 +360,8 @@ class InjectPipelines : public IRMutator {
             return LetStmt::make(l->name, value, body);
         }
         if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
-            return ProducerConsumer::make_consume(pc->name, mutate_last_consumer(pc->body, composition, register_prologue));
+            return ProducerConsumer::make_consume(pc->name,
+                                                  mutate_last_consumer(pc->body, composition, register_prologue));
         }
         const For *f = s.as<For>();
         auto it = f ? fragment_loops.find(f) : fragment_loops.end();
@@ -382,8 +383,7 @@ class InjectPipelines : public IRMutator {
         public:
             const InjectPipelines &self;
             bool found = false;
-            explicit Reads(const InjectPipelines &self)
-                : self(self) {
+            explicit Reads(const InjectPipelines &self) : self(self) {
             }
         } reads(*this);
         for (size_t i = 0; i < loop.body.stmts.size(); i++) {
@@ -447,8 +447,8 @@ public:
 
 }  // namespace
 
-Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
-                      const Options &options, const testing::Hooks &hooks) {
+Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests, const Options &options,
+                      const testing::Hooks &hooks) {
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
     const std::vector<FragmentLoop> fragments = analyze_fragments(s, requests);
     if (analysis.kernels.empty() && fragments.empty()) {

@@ -48,9 +48,9 @@ bool print_auto_choices() {
 
 /** alcop::auto_pipeline: the explicit requests and the policy's (plan/AutoPipeline.h), under
  * the limits check_resource_limits() applies (plan/ResourceLimits.h). */
-std::map<std::string, PipelineRequest> automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
-                                                          const std::map<std::string, PipelineRequest> &explicit_requests,
-                                                          const Options &options) {
+std::map<std::string, PipelineRequest>
+automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
+                   const std::map<std::string, PipelineRequest> &explicit_requests, const Options &options) {
     const std::map<std::string, Function> env = pipeline_functions(outputs);
     std::set<std::string> output_names;
     for (const Function &f : outputs) {
@@ -105,8 +105,8 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     std::vector<SwizzledBuffer> swizzled;
     result = swizzle_operands(result, operand_rows, pipelined, &swizzled);
     for (const SwizzledBuffer &b : swizzled) {
-        debug(1) << "alcop: " << b.func << " swizzled, rows of " << b.row_bytes << " bytes, bytes [" << b.begin
-                 << ", " << b.end << ")\n";
+        debug(1) << "alcop: " << b.func << " swizzled, rows of " << b.row_bytes << " bytes, bytes [" << b.begin << ", "
+                 << b.end << ")\n";
     }
     result = compact_thread_registers(result);
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));

@@ -36,8 +36,7 @@ bool updates(const Stmt &s, const std::string &func) {
     struct V : IRVisitor {
         const std::string &func;
         bool found = false;
-        explicit V(const std::string &f)
-            : func(f) {
+        explicit V(const std::string &f) : func(f) {
         }
         using IRVisitor::visit;
         void visit(const Store *op) override {
@@ -56,8 +55,7 @@ bool loop_inside_updates(const Stmt &s, const std::string &func) {
     struct V : IRVisitor {
         const std::string &func;
         bool found = false;
-        explicit V(const std::string &f)
-            : func(f) {
+        explicit V(const std::string &f) : func(f) {
         }
         using IRVisitor::visit;
         void visit(const For *op) override {
@@ -84,8 +82,8 @@ int64_t evaluate(Expr e, const std::map<std::string, Expr> &values) {
 }
 
 struct Update {
-    Expr index;        // of the accumulator element
-    const Load *a, *b; // the operands' loads
+    Expr index;         // of the accumulator element
+    const Load *a, *b;  // the operands' loads
     int i = 0, j = 0, e = 0, h = 0;
 };
 
@@ -142,8 +140,7 @@ private:
         struct Collect : IRVisitor {
             const std::string &acc;
             std::vector<Update> &found;
-            Collect(const std::string &acc, std::vector<Update> &found)
-                : acc(acc), found(found) {
+            Collect(const std::string &acc, std::vector<Update> &found) : acc(acc), found(found) {
             }
             using IRVisitor::visit;
             void visit(const Store *op) override {
@@ -164,8 +161,7 @@ private:
             struct Name : IRVisitor {
                 const std::string &acc;
                 std::string name;
-                explicit Name(const std::string &a)
-                    : acc(a) {
+                explicit Name(const std::string &a) : acc(a) {
                 }
                 using IRVisitor::visit;
                 void visit(const Store *op) override {
@@ -262,8 +258,8 @@ private:
                 std::vector<Expr> args{reg};
                 args.insert(args.end(), elements.begin(), elements.end());
                 names.push_back(unique_name(prefix));
-                lets.emplace_back(names.back(), Call::make(UInt(32), trans ? ldmatrix_trans_name : ldmatrix_name,
-                                                           args, Call::PureExtern));
+                lets.emplace_back(names.back(), Call::make(UInt(32), trans ? ldmatrix_trans_name : ldmatrix_name, args,
+                                                           Call::PureExtern));
             }
             return names;
         };
@@ -318,8 +314,8 @@ private:
                 Stmt s = Block::make(stores);
                 for (int qq = 3; qq >= 0; qq--) {
                     s = LetStmt::make(c[qq],
-                                      Load::make(Float(32), acc_buffer, index[qq], Buffer<>(), Parameter(), const_true(),
-                                                 ModulusRemainder()),
+                                      Load::make(Float(32), acc_buffer, index[qq], Buffer<>(), Parameter(),
+                                                 const_true(), ModulusRemainder()),
                                       s);
                 }
                 steps.push_back(s);

@@ -46,8 +46,7 @@ class ShiftRegisterAccesses : public IRMutator {
     }
 
 public:
-    explicit ShiftRegisterAccesses(const std::map<std::string, int64_t> &shift)
-        : shift(shift) {
+    explicit ShiftRegisterAccesses(const std::map<std::string, int64_t> &shift) : shift(shift) {
     }
 };
 
@@ -109,13 +108,14 @@ class Builder {
                 for (int64_t e = 0; e < f.elements; e++) {
                     const Expr to = (int)(slot * f.elements + e);
                     const Expr from = (int)(((slot + steps) % stages) * f.elements + e);
-                    copy_out.push_back(Store::make(tmp, Load::make(t, f.storage->name, to, Buffer<>(), Parameter(),
-                                                                   const_true(), ModulusRemainder()),
-                                                   to, Parameter(), const_true(), ModulusRemainder()));
-                    copy_back.push_back(Store::make(f.storage->name,
-                                                    Load::make(t, tmp, from, Buffer<>(), Parameter(), const_true(),
-                                                               ModulusRemainder()),
-                                                    to, Parameter(), const_true(), ModulusRemainder()));
+                    copy_out.push_back(Store::make(
+                        tmp,
+                        Load::make(t, f.storage->name, to, Buffer<>(), Parameter(), const_true(), ModulusRemainder()),
+                        to, Parameter(), const_true(), ModulusRemainder()));
+                    copy_back.push_back(
+                        Store::make(f.storage->name,
+                                    Load::make(t, tmp, from, Buffer<>(), Parameter(), const_true(), ModulusRemainder()),
+                                    to, Parameter(), const_true(), ModulusRemainder()));
                 }
             }
         }
@@ -128,7 +128,8 @@ class Builder {
     }
 
 public:
-    Builder(const FragmentLoop &loop, const std::vector<Stmt> &pieces, const SharedLoopContext *shared, testing::Fault fault)
+    Builder(const FragmentLoop &loop, const std::vector<Stmt> &pieces, const SharedLoopContext *shared,
+            testing::Fault fault)
         : loop(loop), pieces(pieces), shared(shared), fault(fault), steps(loop.extent), stages(loop.stages),
           distance(loop.stages - 1) {
         internal_assert(pieces.size() == loop.body.stmts.size());
@@ -171,8 +172,8 @@ public:
                     }
                 }
             }
-            body.push_back(For::make(name, 0, grouped / stages, ForType::Serial, DeviceAPI::None,
-                                     Block::make(steps_of_group)));
+            body.push_back(
+                For::make(name, 0, grouped / stages, ForType::Serial, DeviceAPI::None, Block::make(steps_of_group)));
         }
         for (int j = grouped; j < steps; j++) {
             const bool publish_here = shared && j == steps - distance;

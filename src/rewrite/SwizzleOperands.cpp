@@ -80,7 +80,8 @@ private:
             if (expr_uses_var(e, it->first)) e = Let::make(it->first, it->second, e);
         }
         Interval i = bounds_of_expr_in_scope(simplify(substitute_in_all_lets(e)), scope);
-        const Expr min = i.has_lower_bound() ? simplify(i.min) : Expr(), max = i.has_upper_bound() ? simplify(i.max) : Expr();
+        const Expr min = i.has_lower_bound() ? simplify(i.min) : Expr(),
+                   max = i.has_upper_bound() ? simplify(i.max) : Expr();
         const int64_t *lo = min.defined() ? as_const_int(min) : nullptr;
         const int64_t *hi = max.defined() ? as_const_int(max) : nullptr;
         if (lo && hi) {
@@ -177,8 +178,8 @@ private:
         for (size_t c = 1; c < op->args.size(); c++) {
             const Load *l = op->args[c].as<Load>();
             internal_assert(l && tile_of(l) == t) << "tensor cores: an ldmatrix row outside its tile\n";
-            args.push_back(Load::make(l->type, l->name, simplify(row + (int)(c - 1)), l->image, l->param,
-                                      l->predicate, ModulusRemainder()));
+            args.push_back(Load::make(l->type, l->name, simplify(row + (int)(c - 1)), l->image, l->param, l->predicate,
+                                      ModulusRemainder()));
         }
         return Call::make(op->type, op->name, args, op->call_type);
     }

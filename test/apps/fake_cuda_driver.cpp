@@ -13,7 +13,7 @@ int fake_attribute = -1, fake_attribute_value = -1, fake_launch_shared_bytes = -
 int fake_load_calls = 0, fake_load_options = -1, fake_load_first_option = -1, fake_load_first_value = -1;
 
 constexpr int success = 0, no_device = 100, invalid_image = 200;  // cuda.h's CUresult values
-static int fake_context;  // its address is the context
+static int fake_context;                                          // its address is the context
 
 int cuInit(unsigned) {
     fake_init_calls++;

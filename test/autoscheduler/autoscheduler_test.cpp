@@ -49,8 +49,7 @@ class ScopedEnv {
     const std::string name;
 
 public:
-    ScopedEnv(const std::string &name, const std::string &value)
-        : name(name) {
+    ScopedEnv(const std::string &name, const std::string &value) : name(name) {
         setenv(name.c_str(), value.c_str(), 1);
     }
     ~ScopedEnv() {
@@ -191,7 +190,8 @@ struct Case {
 
 const Case cases[] = {
     {"gemm", [] { return gemm(1024, 1024, 1024); }, "alcop::autoscheduler::rdom_extent(prod, 0) == 1024"},
-    {"gemm_into_output", [] { return gemm_into_output(512, 512, 512); }, "alcop::autoscheduler::rdom_extent(out_intm, 0) == 512"},
+    {"gemm_into_output", [] { return gemm_into_output(512, 512, 512); },
+     "alcop::autoscheduler::rdom_extent(out_intm, 0) == 512"},
     {"bmm", [] { return bmm(8, 256, 256, 256); }, "alcop::autoscheduler::rdom_extent(sum, 0) == 256"},
     {"conv2d", [] { return conv2d(2, 32, 32, 64, 64); }, "alcop::autoscheduler::rdom_extent(conv, 0) == 64"},
 };
@@ -339,8 +339,8 @@ TEST(Autoscheduler, TheFastKernelFitsTheOccupancyTheModelAssumed) {
     chosen.smem_stages = std::stoi(m[6]), chosen.reg_stages = std::stoi(m[7]);
     alcop::model::ModelOptions options;
     options.limits = alcop::model::RuntimeLimits::OptIn;
-    const alcop::model::Prediction p =
-        alcop::model::predict(alcop::model::make_gemm(2048, 2048, 2048), chosen, *alcop::model::find_gpu("H200"), options);
+    const alcop::model::Prediction p = alcop::model::predict(alcop::model::make_gemm(2048, 2048, 2048), chosen,
+                                                             *alcop::model::find_gpu("H200"), options);
     ASSERT_TRUE(p.feasible) << p.reason;
     // Registers go to warps in units of 256, i.e. 8 per thread.
     const int budget = 65536 / (p.occ.blocks_per_sm * p.threads) / 8 * 8;
@@ -357,7 +357,8 @@ TEST(Autoscheduler, TheFastKernelFitsTheOccupancyTheModelAssumed) {
     const std::string log = ptxas(ptx, "fast_kernel", &ok);
     if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
     ASSERT_TRUE(ok) << log;
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("function '" + fast + "'[^\\n]*\\n(?:[^\\n]*\\n)*?[^\\n]*Used (\\d+) registers")))
+    ASSERT_TRUE(std::regex_search(
+        log, m, std::regex("function '" + fast + "'[^\\n]*\\n(?:[^\\n]*\\n)*?[^\\n]*Used (\\d+) registers")))
         << log;
     const int registers = std::stoi(m[1]);
     std::cout << "[occupancy] " << chosen.to_string() << ": " << p.occ.blocks_per_sm << " blocks of " << p.threads
@@ -379,7 +380,8 @@ TEST(Autoscheduler, TuningAppliesTheRequestedCandidate) {
     ASSERT_NE(chosen(a.log), "") << a.log;
     EXPECT_NE(chosen(a.log), chosen(c.log)) << c.log;
     EXPECT_NE(c.log.find("tuning: candidate 2 in the order of preference, the model's choice " + chosen(a.log)),
-              std::string::npos) << c.log;
+              std::string::npos)
+        << c.log;
     EXPECT_NE(c.source.find("candidate 2 (tuning)"), std::string::npos) << c.source;
     EXPECT_NE(a.source.find("the model's choice"), std::string::npos) << a.source;
     EXPECT_NO_THROW(third.pipeline.compile_to_module(third.args, "gemm_candidate_2", t));
@@ -466,17 +468,19 @@ TEST(Autoscheduler, ComparedWithLi2018ByTheModel) {
     EXPECT_NO_THROW(theirs.pipeline.compile_to_module(theirs.args, "gemm_li2018", t));
 
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(a.source, m, std::regex("Chosen: (\\S+ \\S+ \\S+ \\S+), M tile \\S+, predicted ([0-9.]+) us")));
+    ASSERT_TRUE(std::regex_search(a.source, m,
+                                  std::regex("Chosen: (\\S+ \\S+ \\S+ \\S+), M tile \\S+, predicted ([0-9.]+) us")));
     const double alcop_us = std::stod(m[2]);
     const alcop::model::GpuSpec &gpu = *alcop::model::find_gpu("A100");
     const double li_floor_us = 4.0 * M * N * K / (gpu.l2_gbps * 1e9) * 1e6;
     int threads = 0;
-    if (std::regex_search(l.source, m, std::regex("update\\(0\\)\\s*\\.split\\(\\w+,\\w+,\\w+,(\\d+)"))) threads = std::stoi(m[1]);
+    if (std::regex_search(l.source, m, std::regex("update\\(0\\)\\s*\\.split\\(\\w+,\\w+,\\w+,(\\d+)")))
+        threads = std::stoi(m[1]);
     std::cout << "[compare] GEMM " << M << "x" << N << "x" << K << " on the " << gpu.name << " model:\n"
               << "  Alcop:  " << alcop_us << " us predicted by the model for its chosen candidate\n"
               << "  Li2018: one output per thread (" << threads << " threads a block), no shared or register tile;"
-              << " not in the model's space; operand traffic >= " << 4.0 * M * N * K / 1e9 << " GB, >= "
-              << li_floor_us << " us at the L2 bandwidth (" << gpu.l2_gbps << " GB/s)\n";
+              << " not in the model's space; operand traffic >= " << 4.0 * M * N * K / 1e9 << " GB, >= " << li_floor_us
+              << " us at the L2 bandwidth (" << gpu.l2_gbps << " GB/s)\n";
     EXPECT_GT(alcop_us, 0);
     EXPECT_LT(alcop_us, li_floor_us) << "the model ranks Alcop's schedule below Li2018's floor";
 }

@@ -131,7 +131,8 @@ struct ConvShape {
 
 std::string describe(const ConvShape &s) {
     return "n" + std::to_string(s.n) + "_" + std::to_string(s.out_h) + "x" + std::to_string(s.out_w) + "_ci" +
-           std::to_string(s.ci) + "_co" + std::to_string(s.co) + "_k" + std::to_string(s.kh) + "x" + std::to_string(s.kw);
+           std::to_string(s.ci) + "_co" + std::to_string(s.co) + "_k" + std::to_string(s.kh) + "x" +
+           std::to_string(s.kw);
 }
 
 class AutoscheduledConv2d : public ::testing::TestWithParam<ConvShape> {};

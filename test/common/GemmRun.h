@@ -8,7 +8,6 @@
 #include "HalideBuffer.h"
 #include "Reference.h"
 
-
 namespace reference {
 
 using GemmFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);

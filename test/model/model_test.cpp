@@ -139,9 +139,9 @@ TEST(Problem, Builders) {
 
 TEST(Schedule, DerivedQuantities) {
     Schedule s = sched(128, 128, 8, 8, 8, 3, 1);
-    EXPECT_EQ(s.threads(), 256);                    // (128/8) * (128/8)
-    EXPECT_EQ(s.bytes_per_stage(), 8192);           // 4 * 8 * (128 + 128)
-    EXPECT_EQ(s.smem_bytes(), 24576);               // 3 * 8192
+    EXPECT_EQ(s.threads(), 256);                      // (128/8) * (128/8)
+    EXPECT_EQ(s.bytes_per_stage(), 8192);             // 4 * 8 * (128 + 128)
+    EXPECT_EQ(s.smem_bytes(), 24576);                 // 3 * 8192
     EXPECT_EQ(s.elements_per_thread_per_stage(), 8);  // 8 * 256 / 256
     EXPECT_EQ(s.to_string(), "128x128x8 t8x8 S3 R1");
 }
@@ -519,16 +519,14 @@ TEST(Feasibility, StructurallyInvalidIsRejected) {
 
 TEST(Property, MoreStagesNeverSlowerWhileLoadsExposed) {
     const std::vector<Problem> problems = {
-        make_gemm(4096, 4096, 4096), make_gemm(1024, 768, 768), make_bmm(12, 512, 512, 64),
-        make_gemm(256, 256, 8192),   make_gemm(128, 2048, 1024),
-        make_conv2d_nhwc({64, 56, 56, 64, 64, 3, 3, 1, 1}),
+        make_gemm(4096, 4096, 4096), make_gemm(1024, 768, 768),  make_bmm(12, 512, 512, 64),
+        make_gemm(256, 256, 8192),   make_gemm(128, 2048, 1024), make_conv2d_nhwc({64, 56, 56, 64, 64, 3, 3, 1, 1}),
     };
     SearchSpace space;
     space.max_smem_stages = 1;  // tile shapes and R; S is varied below
     const std::vector<Schedule> shapes = enumerate_schedules(space);
 
-    size_t pairs = 0, exposed_pairs = 0, strictly_faster = 0, occupancy_drops = 0,
-           slower_after_drop = 0;
+    size_t pairs = 0, exposed_pairs = 0, strictly_faster = 0, occupancy_drops = 0, slower_after_drop = 0;
     for (const GpuSpec &g : all_gpus()) {
         for (RuntimeLimits limit : {RuntimeLimits::HalideDefault, RuntimeLimits::OptIn}) {
             ModelOptions o;
@@ -611,8 +609,8 @@ TEST(Property, ExposedLoadsShrinkWithStagesOnH200) {
     for (int s = 1; s <= 6; s++) {
         const Prediction r = predict(p, sched(64, 64, 8, 4, 4, s, 1), gpu("h200"));
         ASSERT_TRUE(r.feasible) << r.reason;
-        printf("S=%d: exposed %.0f cycles/iteration, %.2f us (%s)\n", s, r.exposed_load_cycles,
-               r.total_us, to_string(r.bound));
+        printf("S=%d: exposed %.0f cycles/iteration, %.2f us (%s)\n", s, r.exposed_load_cycles, r.total_us,
+               to_string(r.bound));
         EXPECT_LE(r.exposed_load_cycles, prev_exposed);
         EXPECT_LE(r.total_us, prev_time);
         if (s <= 3) {

@@ -60,10 +60,10 @@ int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
 }
 
 const ConvShape conv_shapes[] = {
-    {2, 9, 9, 13, 20, 3, 3},    // channel tail (13 = 8 + 5), CO not a multiple of the block
-    {1, 8, 8, 16, 64, 1, 1},    // 1x1: a plain GEMM over channels
-    {1, 5, 7, 3, 5, 3, 3},      // fewer channels than one chunk
-    {3, 6, 6, 24, 8, 2, 2},     // several chunks per tap, batch 3
+    {2, 9, 9, 13, 20, 3, 3},  // channel tail (13 = 8 + 5), CO not a multiple of the block
+    {1, 8, 8, 16, 64, 1, 1},  // 1x1: a plain GEMM over channels
+    {1, 5, 7, 3, 5, 3, 3},    // fewer channels than one chunk
+    {3, 6, 6, 24, 8, 2, 2},   // several chunks per tap, batch 3
 };
 
 TEST(Conv2d, UnpipelinedMatchesReference) {

@@ -48,8 +48,8 @@
 
 namespace {
 
-using reference::GemmFn;
 using reference::gemm_mismatches;
+using reference::GemmFn;
 
 struct Shape {
     int m, n, k;
@@ -92,10 +92,8 @@ TEST_P(Emulated, MatchesReference) {
 }
 
 const Variant emulated[] = {
-    {"gemm_emu_s2", gemm_emu_s2},
-    {"gemm_emu_s3", gemm_emu_s3},
-    {"gemm_emu_s4", gemm_emu_s4},
-    {"gemm_emu_s4_b2", gemm_emu_s4_b2},  // A 3 tiles ahead, B 1: the waits follow B
+    {"gemm_emu_s2", gemm_emu_s2},       {"gemm_emu_s3", gemm_emu_s3},
+    {"gemm_emu_s4", gemm_emu_s4},       {"gemm_emu_s4_b2", gemm_emu_s4_b2},  // A 3 tiles ahead, B 1: the waits follow B
     {"gemm_emu_s3_r2", gemm_emu_s3_r2},  // both levels: the wait moved into the steps
 };
 

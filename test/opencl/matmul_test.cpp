@@ -65,35 +65,45 @@ void PrintTo(const Variant &v, std::ostream *os) {
 }
 
 const Variant variants[] = {
-    {"gemm_s1", gemm_s1, false}, {"gemm_s2", gemm_s2, false}, {"gemm_s3", gemm_s3, false}, {"gemm_s4", gemm_s4, false},
-    {"gemm_s4_b2", gemm_s4_b2, false}, {"gemm_s3_b1", gemm_s3_b1, false},
-    {"bmm_s1", bmm_s1, true},    {"bmm_s2", bmm_s2, true},    {"bmm_s3", bmm_s3, true},    {"bmm_s4", bmm_s4, true},
+    {"gemm_s1", gemm_s1, false},
+    {"gemm_s2", gemm_s2, false},
+    {"gemm_s3", gemm_s3, false},
+    {"gemm_s4", gemm_s4, false},
+    {"gemm_s4_b2", gemm_s4_b2, false},
+    {"gemm_s3_b1", gemm_s3_b1, false},
+    {"bmm_s1", bmm_s1, true},
+    {"bmm_s2", bmm_s2, true},
+    {"bmm_s3", bmm_s3, true},
+    {"bmm_s4", bmm_s4, true},
     // Shared stages x register stages.
-    {"gemm_s1_r1", gemm_s1_r1, false}, {"gemm_s1_r2", gemm_s1_r2, false},
-    {"gemm_s2_r1", gemm_s2_r1, false}, {"gemm_s2_r2", gemm_s2_r2, false},
-    {"gemm_s3_r1", gemm_s3_r1, false}, {"gemm_s3_r2", gemm_s3_r2, false},
-    {"gemm_s4_r1", gemm_s4_r1, false}, {"gemm_s4_r2", gemm_s4_r2, false},
-    {"gemm_s3_r3", gemm_s3_r3, false}, {"gemm_s2_r5_k4", gemm_s2_r5_k4, false}, {"bmm_s2_r2", bmm_s2_r2, true},
+    {"gemm_s1_r1", gemm_s1_r1, false},
+    {"gemm_s1_r2", gemm_s1_r2, false},
+    {"gemm_s2_r1", gemm_s2_r1, false},
+    {"gemm_s2_r2", gemm_s2_r2, false},
+    {"gemm_s3_r1", gemm_s3_r1, false},
+    {"gemm_s3_r2", gemm_s3_r2, false},
+    {"gemm_s4_r1", gemm_s4_r1, false},
+    {"gemm_s4_r2", gemm_s4_r2, false},
+    {"gemm_s3_r3", gemm_s3_r3, false},
+    {"gemm_s2_r5_k4", gemm_s2_r5_k4, false},
+    {"bmm_s2_r2", bmm_s2_r2, true},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.
 const Shape shapes[] = {
-    {1, 64, 64, 64},    // whole tiles
-    {1, 100, 70, 50},   // M, N not multiples of the block tile, K % tile_k != 0
-    {1, 33, 65, 8},     // K == tile_k: one iteration
-    {1, 40, 17, 12},    // K < stages * tile_k: the prologue is cut short
-    {1, 1, 1, 1},       // a single element
-    {1, 130, 3, 97},    // prime K, thin N, two block rows
+    {1, 64, 64, 64},   // whole tiles
+    {1, 100, 70, 50},  // M, N not multiples of the block tile, K % tile_k != 0
+    {1, 33, 65, 8},    // K == tile_k: one iteration
+    {1, 40, 17, 12},   // K < stages * tile_k: the prologue is cut short
+    {1, 1, 1, 1},      // a single element
+    {1, 130, 3, 97},   // prime K, thin N, two block rows
 };
 
 // The last two have more iterations (8 and 13) than the deepest pipeline has slots (4), so
 // every slot is reused, as in the GEMM's shapes.
 const Shape batched_shapes[] = {
-    {3, 50, 40, 30},
-    {2, 64, 64, 8},
-    {4, 7, 5, 3},
-    {2, 64, 64, 64},   // whole tiles
-    {2, 70, 45, 97},   // prime K, every tail
+    {3, 50, 40, 30}, {2, 64, 64, 8}, {4, 7, 5, 3}, {2, 64, 64, 64},  // whole tiles
+    {2, 70, 45, 97},                                                 // prime K, every tail
 };
 
 class MatMul : public ::testing::TestWithParam<Variant> {};

@@ -50,7 +50,8 @@ Ptxas assemble(const std::string &ptx, const std::string &arch) {
     // One file per process: ctest -j runs several of these tests at once.
     const std::string base = testing::TempDir() + "alcop_" + arch + "_" + std::to_string(getpid());
     std::ofstream(base + ".ptx") << ptx;
-    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + base + ".ptx -o " + base + ".cubin 2>&1";
+    const std::string cmd =
+        std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + base + ".ptx -o " + base + ".cubin 2>&1";
     FILE *p = popen(cmd.c_str(), "r");
     char line[512];
     while (p && fgets(line, sizeof line, p)) r.log += line;
@@ -167,14 +168,14 @@ TEST(AsyncCopies, BrokenPipelinesAreCaught) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Gemm, AsyncCopies,
-                         ::testing::Values(Case{"host-cuda-cuda_capability_80", 1}, Case{"host-cuda-cuda_capability_80", 2},
-                                           Case{"host-cuda-cuda_capability_80", 3}, Case{"host-cuda-cuda_capability_80", 4},
-                                           Case{"host-cuda-cuda_capability_86", 2}, Case{"host-cuda-cuda_capability_86", 4}),
-                         [](const ::testing::TestParamInfo<Case> &info) {
-                             return info.param.target.substr(info.param.target.size() - 2) + "_stages" +
-                                    std::to_string(info.param.stages);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Gemm, AsyncCopies,
+    ::testing::Values(Case{"host-cuda-cuda_capability_80", 1}, Case{"host-cuda-cuda_capability_80", 2},
+                      Case{"host-cuda-cuda_capability_80", 3}, Case{"host-cuda-cuda_capability_80", 4},
+                      Case{"host-cuda-cuda_capability_86", 2}, Case{"host-cuda-cuda_capability_86", 4}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+        return info.param.target.substr(info.param.target.size() - 2) + "_stages" + std::to_string(info.param.stages);
+    });
 
 // Both levels: register fragments double-buffered (or more) under the cp.async pipeline.
 // The shared level's PTX is unchanged: its wait and barrier moved inside the unrolled steps,
@@ -183,8 +184,9 @@ class TwoLevel : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(TwoLevel, KeepsTheAsyncPipelineAndTheSlotsInRegisters) {
     const int stages = GetParam().first, register_stages = GetParam().second;
-    const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80",
-                                   {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}});
+    const std::string ptx =
+        ptx_of("gemm", "host-cuda-cuda_capability_80",
+               {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}});
     ASSERT_FALSE(ptx.empty());
     EXPECT_EQ(join(async_pipeline_problems(ptx, stages, true)), "");
     Ptxas r = assemble(ptx, "sm_80");
@@ -258,13 +260,16 @@ TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxas) {
     struct Config {
         int bm, bn, kt, tm, tn, stages, register_stages;
     };
-    const Config configs[] = {{64, 64, 8, 4, 4, 3, 0}, {64, 64, 8, 4, 4, 3, 2}, {64, 64, 8, 4, 4, 4, 2},
-                              {128, 128, 16, 8, 8, 4, 2}};
+    const Config configs[] = {
+        {64, 64, 8, 4, 4, 3, 0}, {64, 64, 8, 4, 4, 3, 2}, {64, 64, 8, 4, 4, 4, 2}, {128, 128, 16, 8, 8, 4, 2}};
     for (const Config &c : configs) {
         const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80",
-                                       {{"block_m", std::to_string(c.bm)}, {"block_n", std::to_string(c.bn)},
-                                        {"tile_k", std::to_string(c.kt)}, {"thread_m", std::to_string(c.tm)},
-                                        {"thread_n", std::to_string(c.tn)}, {"stages", std::to_string(c.stages)},
+                                       {{"block_m", std::to_string(c.bm)},
+                                        {"block_n", std::to_string(c.bn)},
+                                        {"tile_k", std::to_string(c.kt)},
+                                        {"thread_m", std::to_string(c.tm)},
+                                        {"thread_n", std::to_string(c.tn)},
+                                        {"stages", std::to_string(c.stages)},
                                         {"register_stages", std::to_string(c.register_stages)},
                                         // 128 x 128 x 16 with 4 stages takes 64 KB: assembled
                                         // only, as the benchmark's gemm_cuda_deep, which a
@@ -288,9 +293,9 @@ TEST(LaunchBounds, FitTheRegistersToTheRequestedBlocksPerSm) {
     // registers on its own, so one block per SM; two blocks leave 65536 / 512 = 128. (The
     // benchmark's gemm_cuda_deep, k tile 16 and 4 stages, took 129 and showed this until A's
     // tile was transposed; it now takes 120 on its own.)
-    GeneratorParamsMap deep{{"block_m", "128"}, {"block_n", "128"}, {"thread_m", "8"}, {"thread_n", "8"},
-                            {"tile_k", "32"}, {"stages", "2"}, {"register_stages", "2"},
-                            {"shared_memory_limit", "232448"}};  // 64 KB
+    GeneratorParamsMap deep{
+        {"block_m", "128"}, {"block_n", "128"}, {"thread_m", "8"},        {"thread_n", "8"},
+        {"tile_k", "32"},   {"stages", "2"},    {"register_stages", "2"}, {"shared_memory_limit", "232448"}};  // 64 KB
     const std::string free_ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", deep);
     deep["min_blocks_per_sm"] = "2";
     const std::string bounded_ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", deep);

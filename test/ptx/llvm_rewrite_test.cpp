@@ -294,8 +294,8 @@ TEST(LlvmRewrite, SrcBytesIsPassedThrough) {
 
 // Copies one after the other are rewritten one by one, each into its own cp.async.
 TEST(LlvmRewrite, ConsecutiveCopies) {
-    std::string second = std::regex_replace(f32x4_body(16, 16, "16", "b"), std::regex("mul nsw i32 %ty, 8"),
-                                            "mul nsw i32 %ty, 16");
+    std::string second =
+        std::regex_replace(f32x4_body(16, 16, "16", "b"), std::regex("mul nsw i32 %ty, 8"), "mul nsw i32 %ty, 16");
     std::string ptx = ptx_of(kernel(f32x4_body(16, 16, "16", "a") + second));
     EXPECT_EQ(count(ptx, cp_async("cg", 16)), 2) << ptx;
     EXPECT_EQ(count(ptx, "st.shared"), 0) << ptx;
@@ -397,11 +397,16 @@ TEST(LlvmRewrite, SlicedCopy) {
 // of, stay synchronous.
 TEST(LlvmRewrite, OnlyUndisturbedGlobalToSharedCopiesAreAsync) {
     std::string from_shared = std::regex_replace(
-        scalar_f32_copy, std::regex("%4 = getelementptr inbounds float, float\\* %2, i64 %3\n  %5 = load float, float\\* %4"),
-        "%4 = getelementptr inbounds float, float addrspace(3)* null, i64 %3\n  %5 = load float, float addrspace(3)* %4");
-    std::string to_global = std::regex_replace(
-        scalar_f32_copy, std::regex("%10 = getelementptr inbounds float, float addrspace\\(3\\)\\* null, i64 %9\n  store float %6, float addrspace\\(3\\)\\* %10"),
-        "%o = bitcast i8* %out to float*\n  %10 = getelementptr inbounds float, float* %o, i64 %9\n  store float %6, float* %10");
+        scalar_f32_copy,
+        std::regex("%4 = getelementptr inbounds float, float\\* %2, i64 %3\n  %5 = load float, float\\* %4"),
+        "%4 = getelementptr inbounds float, float addrspace(3)* null, i64 %3\n  %5 = load float, float addrspace(3)* "
+        "%4");
+    std::string to_global =
+        std::regex_replace(scalar_f32_copy,
+                           std::regex("%10 = getelementptr inbounds float, float addrspace\\(3\\)\\* null, i64 %9\n  "
+                                      "store float %6, float addrspace\\(3\\)\\* %10"),
+                           "%o = bitcast i8* %out to float*\n  %10 = getelementptr inbounds float, float* %o, i64 %9\n "
+                           " store float %6, float* %10");
     std::string interleaved = std::regex_replace(
         scalar_f32_copy, std::regex("%7 = mul nsw i32 %ty, 32"),
         "%o = bitcast i8* %out to float*\n  store float 1.0, float* %o, align 4\n  %7 = mul nsw i32 %ty, 32");
@@ -451,10 +456,8 @@ TEST(LlvmRewrite, PtxasAssemblesTheResult) {
         GTEST_SKIP() << "ptxas not found at configure time (find_program(ALCOP_PTXAS ptxas))";
     }
     const std::pair<const char *, std::string> cases[] = {
-        {"f32x4", f32x4_copy()},
-        {"f32x4_dynamic_src_bytes", f32x4_copy(16, 16, "%n")},
-        {"scalar_f32", scalar_f32_copy},
-        {"unaligned_f32x4", unaligned_f32x4_copy},
+        {"f32x4", f32x4_copy()},          {"f32x4_dynamic_src_bytes", f32x4_copy(16, 16, "%n")},
+        {"scalar_f32", scalar_f32_copy},  {"unaligned_f32x4", unaligned_f32x4_copy},
         {"sliced_f64x2", f64x2_copy(16)},
     };
     for (const auto &c : cases) {
@@ -464,8 +467,7 @@ TEST(LlvmRewrite, PtxasAssemblesTheResult) {
         std::ofstream(path) << ptx;
         for (const char *arch : {"sm_80", "sm_90"}) {
             std::string cmd = ptxas + " -arch=" + arch + " " + path + " -o /dev/null";
-            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n"
-                                                   << ptx;
+            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << ptx;
         }
     }
 }

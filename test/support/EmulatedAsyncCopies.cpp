@@ -37,10 +37,10 @@ class EmulatedAsync : public CopyLowering {
         std::string buffer;  // the shared allocation the store writes
         Parameter param;
         ModulusRemainder alignment;
-        Type type;           // of the stored value
-        Expr stride;         // of a ramp index with a constant stride, of which only the base is
-                             // held; undefined when the whole index is held
-        bool predicated;     // the predicate is held too
+        Type type;        // of the stored value
+        Expr stride;      // of a ramp index with a constant stride, of which only the base is
+                          // held; undefined when the whole index is held
+        bool predicated;  // the predicate is held too
         std::string values, indices, predicates, flags;
     };
     std::vector<Held> held;
@@ -123,9 +123,9 @@ class EmulatedAsync : public CopyLowering {
             Expr index = h.stride.defined() ? Expr(load(Int(32), h.indices, entry)) :
                                               Expr(load(Int(32, lanes), h.indices, elements(entry, lanes)));
             if (h.stride.defined() && lanes > 1) index = Ramp::make(index, h.stride, lanes);
-            Expr predicate = h.predicated ? load(UInt(8, lanes), h.predicates, elements(entry, lanes)) !=
-                                                make_zero(UInt(8, lanes)) :
-                                            const_true(lanes);
+            Expr predicate =
+                h.predicated ? load(UInt(8, lanes), h.predicates, elements(entry, lanes)) != make_zero(UInt(8, lanes)) :
+                               const_true(lanes);
             Stmt write = Store::make(h.buffer, load(h.type, h.values, elements(entry, lanes)), index, h.param,
                                      predicate, h.alignment);
             Expr full = load(UInt(8), h.flags, entry) != make_zero(UInt(8));
@@ -199,14 +199,13 @@ public:
             }
 
             Stmt visit(const For *op) override {
-                user_error << "alcop: the async-copy emulation cannot hold a copy with a loop inside (loop "
-                           << op->name << "); use another copy kind for this pipeline.\n";
+                user_error << "alcop: the async-copy emulation cannot hold a copy with a loop inside (loop " << op->name
+                           << "); use another copy kind for this pipeline.\n";
                 return Stmt();
             }
 
         public:
-            HoldStores(EmulatedAsync &owner)
-                : owner(owner) {
+            HoldStores(EmulatedAsync &owner) : owner(owner) {
             }
         } holder(*this);
         IssuedCopy result;
@@ -248,15 +247,15 @@ public:
                 if (const Call *c = marker(op, emulated_wait_name)) {
                     const Expr count = simplify(c->args[0]);  // as_const_int points into it
                     const int64_t *n = as_const_int(count);
-                    internal_assert(n) << "alcop: emulated wait of a count that is not constant: " << c->args[0] << "\n";
+                    internal_assert(n) << "alcop: emulated wait of a count that is not constant: " << c->args[0]
+                                       << "\n";
                     return owner.wait_code((int)*n, size);
                 }
                 return op;
             }
 
         public:
-            ReplaceMarkers(const EmulatedAsync &owner, int size)
-                : owner(owner), size(size) {
+            ReplaceMarkers(const EmulatedAsync &owner, int size) : owner(owner), size(size) {
             }
         } replace(*this, size);
         Stmt body = replace.mutate(substitute(ring.as<Variable>()->name, size, pipelined));

@@ -21,7 +21,8 @@ public:
     template<typename T>
     using GeneratorParam = typename Base::template GeneratorParam<T>;
 
-    GeneratorParam<Fault> fault{"fault", Fault::None,
+    GeneratorParam<Fault> fault{"fault",
+                                Fault::None,
                                 {{"none", Fault::None},
                                  {"drop_barrier", Fault::DropBarrier},
                                  {"slot_off_by_one", Fault::SlotOffByOne},

@@ -21,17 +21,17 @@ using namespace Halide;
 struct Gemm {
     Type a_type = Float(16), b_type = Float(16);
     int block_m = 64, block_n = 64, warp_m = 32, warp_n = 32, tile_k = 32;
-    bool a_m_major = false;    // A's shared tile stored with m innermost
-    bool b_k_major = false;    // B's shared tile stored with k innermost
-    bool a_strided = false;    // the inner product reads A_sh(2 k, y)
-    bool a_unstaged = false;   // the inner product reads the input A itself
-    bool scaled = false;       // P += 2 * f32(A) * f32(B)
+    bool a_m_major = false;   // A's shared tile stored with m innermost
+    bool b_k_major = false;   // B's shared tile stored with k innermost
+    bool a_strided = false;   // the inner product reads A_sh(2 k, y)
+    bool a_unstaged = false;  // the inner product reads the input A itself
+    bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
     enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
-    int stages = 1;            // alcop::pipeline of A_sh and B_sh
-    int vector = 1;            // elements per copy (8: 16 bytes, what cp.async copies)
+    int stages = 1;  // alcop::pipeline of A_sh and B_sh
+    int vector = 1;  // elements per copy (8: 16 bytes, what cp.async copies)
 
     /** The pipeline (alcop::enable not yet called) and its arguments; may throw CompileError. */
     Pipeline build(std::vector<Argument> *args) const {

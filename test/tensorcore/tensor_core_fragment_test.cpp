@@ -65,8 +65,9 @@ private:
         if (c && (c->name == alcop::ldmatrix_name || c->name == alcop::ldmatrix_trans_name)) {
             const Load *e0 = c->args[1].as<Load>();
             ASSERT_NE(e0, nullptr);
-            loads.push_back({op->name, {c->name == alcop::ldmatrix_trans_name, (int)*as_const_int(c->args[0]),
-                                        inlined(e0->index)}});
+            loads.push_back(
+                {op->name,
+                 {c->name == alcop::ldmatrix_trans_name, (int)*as_const_int(c->args[0]), inlined(e0->index)}});
         }
         lets.emplace_back(op->name, op->value);
         op->body.accept(this);
@@ -129,8 +130,7 @@ std::vector<std::pair<int64_t, int64_t>> emulate_ldmatrix(const std::vector<int6
 using Written = std::map<int64_t, std::pair<std::string, int64_t>>;
 class EvaluateCopies : public IRVisitor {
 public:
-    explicit EvaluateCopies(const std::set<std::string> &funcs)
-        : funcs(funcs) {
+    explicit EvaluateCopies(const std::set<std::string> &funcs) : funcs(funcs) {
     }
     Written written;
 
@@ -179,8 +179,7 @@ private:
     static int64_t value(const Expr &e, const std::map<std::string, int64_t> &at) {
         struct Vars : IRMutator {
             const std::map<std::string, int64_t> &at;
-            explicit Vars(const std::map<std::string, int64_t> &a)
-                : at(a) {
+            explicit Vars(const std::map<std::string, int64_t> &a) : at(a) {
             }
             using IRMutator::visit;
             Expr visit(const Variable *op) override {
@@ -265,7 +264,8 @@ Stmt rewritten(const tc_test::Gemm &g) {
     // The rewrite, then the operands' swizzle, as LowerPipelines runs them (these kernels
     // pipeline nothing).
     std::vector<alcop::OperandRows> rows;
-    Stmt s = alcop::rewrite_inner_products(before, alcop::analyze_tensor_cores(before, outputs, Target(g.target)), &rows);
+    Stmt s =
+        alcop::rewrite_inner_products(before, alcop::analyze_tensor_cores(before, outputs, Target(g.target)), &rows);
     return alcop::swizzle_operands(s, rows, {});
 }
 
@@ -336,8 +336,8 @@ void check(const tc_test::Gemm &g) {
                 const Pos want{16 * j + l / 4 + 8 * (q / 2), 8 * i + 2 * (l % 4) + q % 2};
                 if (have != want && errors++ < 5) {
                     ADD_FAILURE() << "mma " << n / 4 << " c" << q << " lane " << l << ": (y, x) = (" << have.first
-                                  << ", " << have.second << "), mma.sync writes (" << want.first << ", "
-                                  << want.second << ")";
+                                  << ", " << have.second << "), mma.sync writes (" << want.first << ", " << want.second
+                                  << ")";
                 }
             }
         }

@@ -42,8 +42,7 @@ std::string ptx_of(const Module &m) {
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
 #ifdef ALCOP_PTXAS
-    const std::string path =
-        ::testing::TempDir() + "alcop_tc_gemm_" + arch + "_" + std::to_string(getpid()) + ".ptx";
+    const std::string path = ::testing::TempDir() + "alcop_tc_gemm_" + arch + "_" + std::to_string(getpid()) + ".ptx";
     std::ofstream(path) << ptx;
     const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
     std::string log;
@@ -99,7 +98,8 @@ TEST(TensorCoreGemm, MmaAndLdmatrixPerKStep) {
                     int status = 0;
                     const std::string log = ptxas_output(ptx, arch, &status);
                     EXPECT_EQ(status, 0) << log;
-                    EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+                    EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores"))
+                        << log;
                     EXPECT_EQ(count(log, "bytes stack frame"), count(log, "0 bytes stack frame")) << log;
                     if (t.is_bfloat() && a_m_major && !b_k_major) std::printf("ptxas %s:\n%s", arch, log.c_str());
                 }
@@ -138,10 +138,11 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
         }
         EXPECT_GE(waits, 2);
         EXPECT_EQ(count(ptx, ".local"), 0);
-        std::printf("%s, 3 stages: %d mma.sync, %d ldmatrix, %d cp.async, %d commit_group, %d wait_group, %d bar.sync\n",
-                    t.is_bfloat() ? "bf16" : "f16", count(ptx, "mma.sync"), count(ptx, "ldmatrix.sync"),
-                    count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global"),
-                    count(ptx, "cp.async.commit_group"), count(ptx, "cp.async.wait_group"), count(ptx, "bar.sync"));
+        std::printf(
+            "%s, 3 stages: %d mma.sync, %d ldmatrix, %d cp.async, %d commit_group, %d wait_group, %d bar.sync\n",
+            t.is_bfloat() ? "bf16" : "f16", count(ptx, "mma.sync"), count(ptx, "ldmatrix.sync"),
+            count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global"),
+            count(ptx, "cp.async.commit_group"), count(ptx, "cp.async.wait_group"), count(ptx, "bar.sync"));
 #ifdef ALCOP_PTXAS
         for (const char *arch : {"sm_80", "sm_90"}) {
             int status = 0;

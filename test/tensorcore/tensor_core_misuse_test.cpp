@@ -20,10 +20,10 @@ using namespace Halide;
 
 namespace {
 
-#define EXPECT_REJECTION(message, who, reason)              \
-    do {                                                    \
-        const std::string msg = (message);                  \
-        EXPECT_NE(msg.find(who), std::string::npos) << msg; \
+#define EXPECT_REJECTION(message, who, reason)                 \
+    do {                                                       \
+        const std::string msg = (message);                     \
+        EXPECT_NE(msg.find(who), std::string::npos) << msg;    \
         EXPECT_NE(msg.find(reason), std::string::npos) << msg; \
     } while (0)
 
@@ -37,9 +37,8 @@ struct Gemm : tc_test::Gemm {
             Pipeline p = build(&args);
             alcop::enable(p, Target(target));
             alcop::set_lowering_observer(
-                [](const Internal::Stmt &, const Internal::Stmt &, const std::map<std::string, alcop::PipelineRequest> &) {
-                    throw StopAfterThePass();
-                });
+                [](const Internal::Stmt &, const Internal::Stmt &,
+                   const std::map<std::string, alcop::PipelineRequest> &) { throw StopAfterThePass(); });
             p.compile_to_module(args, "gemm", Target(target));
         } catch (const StopAfterThePass &) {
             alcop::set_lowering_observer(nullptr);

@@ -30,11 +30,11 @@ inline std::string rejection(const Halide::Internal::Stmt &s,
 }
 
 // The message names the Func (`who`) and says `reason`.
-#define EXPECT_REJECTION(message, who, reason)                     \
-    do {                                                           \
-        const std::string msg = (message);                         \
-        EXPECT_NE(msg.find(who), std::string::npos) << msg;        \
-        EXPECT_NE(msg.find(reason), std::string::npos) << msg;     \
+#define EXPECT_REJECTION(message, who, reason)                 \
+    do {                                                       \
+        const std::string msg = (message);                     \
+        EXPECT_NE(msg.find(who), std::string::npos) << msg;    \
+        EXPECT_NE(msg.find(reason), std::string::npos) << msg; \
     } while (0)
 
 inline Expr var(const std::string &name) {

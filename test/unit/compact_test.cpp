@@ -16,8 +16,7 @@ namespace {
 
 // `acc` is a 64-float array at block level; thread tx uses acc[tx * 4 + c].
 Stmt kernel_with_accumulator(Expr first_index, Expr second_index) {
-    Stmt body = Block::make(store("acc", first_index, 0.0f),
-                            store("out", var("tx"), load("acc", second_index)));
+    Stmt body = Block::make(store("acc", first_index, 0.0f), store("out", var("tx"), load("acc", second_index)));
     Stmt threads = For::make("tx", 0, 16, ForType::GPUThread, DeviceAPI::OpenCL, body);
     Stmt alloc = Allocate::make("acc", Float(32), MemoryType::Register, {64}, const_true(), threads);
     return For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc);
@@ -30,8 +29,8 @@ std::string text_of(const Stmt &s) {
 }
 
 TEST(CompactRegisters, ShrinksToOneThreadsWindow) {
-    const std::string ir = text_of(alcop::compact_thread_registers(
-        kernel_with_accumulator(var("tx") * 4 + 1, var("tx") * 4 + 3)));
+    const std::string ir =
+        text_of(alcop::compact_thread_registers(kernel_with_accumulator(var("tx") * 4 + 1, var("tx") * 4 + 3)));
     EXPECT_NE(ir.find("acc[float32 * 3]"), std::string::npos) << ir;  // elements 1..3 of the window
     EXPECT_NE(ir.find("acc[0] = "), std::string::npos) << ir;
     EXPECT_NE(ir.find("acc[2]"), std::string::npos) << ir;
@@ -39,8 +38,8 @@ TEST(CompactRegisters, ShrinksToOneThreadsWindow) {
 
 TEST(CompactRegisters, LeavesArraysWithDifferentThreadPartsAlone) {
     // The accesses have different thread parts (tx * 4 and -tx * 4): no one window holds them.
-    const std::string ir = text_of(alcop::compact_thread_registers(
-        kernel_with_accumulator(var("tx") * 4, (15 - var("tx")) * 4)));
+    const std::string ir =
+        text_of(alcop::compact_thread_registers(kernel_with_accumulator(var("tx") * 4, (15 - var("tx")) * 4)));
     EXPECT_NE(ir.find("acc[float32 * 64]"), std::string::npos) << ir;
 }
 
@@ -48,8 +47,8 @@ TEST(CompactRegisters, ThreadPartsEqualInValueShareOneWindow) {
     // An accumulator's init and update may spell one thread part differently, with block terms
     // that cancel and a thread id split by / and %: ((tx/2 - blk)*8 + (tx%2)*4 + blk*8) is tx*4.
     const Expr spelled_apart = (var("tx") / 2 - var("blk")) * 8 + (var("tx") % 2) * 4 + var("blk") * 8;
-    const std::string ir = text_of(alcop::compact_thread_registers(
-        kernel_with_accumulator(spelled_apart + 1, var("tx") * 4 + 3)));
+    const std::string ir =
+        text_of(alcop::compact_thread_registers(kernel_with_accumulator(spelled_apart + 1, var("tx") * 4 + 3)));
     EXPECT_NE(ir.find("acc[float32 * 3]"), std::string::npos) << ir;
 }
 
@@ -60,8 +59,8 @@ TEST(CompactRegisters, LeavesIndicesThatMixThreadsAndLoopsAlone) {
     body = Block::make(body, store("out", var("tx"), load("acc", var("tx") * 4)));
     Stmt threads = For::make("tx", 0, 16, ForType::GPUThread, DeviceAPI::OpenCL, body);
     Stmt alloc = Allocate::make("acc", Float(32), MemoryType::Register, {64}, const_true(), threads);
-    const std::string ir = text_of(alcop::compact_thread_registers(
-        For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc)));
+    const std::string ir =
+        text_of(alcop::compact_thread_registers(For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc)));
     EXPECT_NE(ir.find("acc[float32 * 64]"), std::string::npos) << ir;
 }
 

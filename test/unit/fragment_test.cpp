@@ -19,7 +19,7 @@ namespace {
 using namespace synthetic;
 
 std::string error_of(const Stmt &s, const std::map<std::string, alcop::PipelineRequest> &requests = {
-                                              {"F", {2, alcop::Level::Register}}}) {
+                                        {"F", {2, alcop::Level::Register}}}) {
     return rejection(s, requests);
 }
 
@@ -90,9 +90,9 @@ TEST(RegisterLevel, PrefetchFurtherThanOneLoop) {
 }
 
 TEST(RegisterLevel, NotPerThreadMemory) {
-    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment())),
-                                              MemoryType::GPUShared)),
-                    "is not stored in per-thread memory");
+    EXPECT_REJECTED(
+        kernel(fragment_registers(step_loop(Block::make(load_fragment(), use_fragment())), MemoryType::GPUShared)),
+        "is not stored in per-thread memory");
 }
 
 TEST(RegisterLevel, RegistersOfNoConstantSize) {
@@ -137,11 +137,10 @@ TEST(RegisterLevel, ReadBeforeItIsProduced) {
 }
 
 TEST(RegisterLevel, FragmentsOfOneLoopNeedOneStageCount) {
-    Stmt body = Block::make({load_fragment(var("ki"), "F"), load_fragment(var("ki"), "G"), use_fragment("F"),
-                             use_fragment("G")});
+    Stmt body = Block::make(
+        {load_fragment(var("ki"), "F"), load_fragment(var("ki"), "G"), use_fragment("F"), use_fragment("G")});
     Stmt s = kernel(fragment_registers(step_loop(body), MemoryType::Register, {"F", "G"}));
-    const std::string msg =
-        error_of(s, {{"F", {2, alcop::Level::Register}}, {"G", {3, alcop::Level::Register}}});
+    const std::string msg = error_of(s, {{"F", {2, alcop::Level::Register}}, {"G", {3, alcop::Level::Register}}});
     EXPECT_NE(msg.find("share one prefetch distance"), std::string::npos) << msg;
 }
 
@@ -232,8 +231,7 @@ class RecordEvents : public IRVisitor {
             const std::string &prefix;
             bool stores;
             int found = -1;
-            Find(const std::string &prefix, bool stores)
-                : prefix(prefix), stores(stores) {
+            Find(const std::string &prefix, bool stores) : prefix(prefix), stores(stores) {
             }
         } find(prefix, stores);
         s.accept(&find);
@@ -272,8 +270,8 @@ class RecordEvents : public IRVisitor {
         // thread_n = 4), so the slot is index / 4. A compute reads both; A's slot tells.
         const bool fragment = op->name.find("_in_prod") != std::string::npos;
         if (fragment && op->is_producer) {
-            events.push_back({std::string("load ") + op->name[0], slot_of(op->body, op->name, true), guarded_next,
-                              in_loop > 0});
+            events.push_back(
+                {std::string("load ") + op->name[0], slot_of(op->body, op->name, true), guarded_next, in_loop > 0});
             return;
         }
         if (fragment && op->name[0] == 'A') {
@@ -290,9 +288,8 @@ public:
 std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none") {
     Target t("host-opencl");
     auto gen = GeneratorRegistry::create("testing_gemm", GeneratorContext(t));
-    gen->set_generator_param_values({{"stages", std::to_string(stages)},
-                                     {"register_stages", std::to_string(register_stages)},
-                                     {"fault", fault}});
+    gen->set_generator_param_values(
+        {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}, {"fault", fault}});
     Stmt s;
     alcop::set_lowering_observer([&](const Stmt &, const Stmt &after, const auto &) { s = after; });
     gen->build_module("gemm");
@@ -352,7 +349,8 @@ std::vector<std::string> two_level_problems(const std::vector<Event> &events, in
     expect(computes == steps && load_slots.size() == (size_t)steps, "not one load and one compute per step");
     for (int j = 0; j < steps && j < (int)compute_slots.size() && j < (int)load_slots.size(); j++) {
         expect(compute_slots[j] == j % register_stages, "compute " + std::to_string(j) + " reads the wrong slot");
-        expect(load_slots[j] == (j + distance) % register_stages, "load " + std::to_string(j) + " fills the wrong slot");
+        expect(load_slots[j] == (j + distance) % register_stages,
+               "load " + std::to_string(j) + " fills the wrong slot");
     }
     return problems;
 }

@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-
 using namespace Halide;
 using namespace Halide::Internal;
 
@@ -59,8 +58,8 @@ TEST_P(GemmStages, HasSlotsPrologueGuardsAndOneBarrierPerIteration) {
 INSTANTIATE_TEST_SUITE_P(Lowering, GemmStages, ::testing::Values(1, 2, 3, 4));
 
 TEST(Lowering, BatchedMatMulIsPipelinedToo) {
-    alcop::PipelineSummary shape = alcop::summarize_pipeline(lower_generator("bmm", {{"stages", "3"}, {"block_m", "32"}, {"block_n", "32"}}),
-                          {"A_shared", "B_shared"});
+    alcop::PipelineSummary shape = alcop::summarize_pipeline(
+        lower_generator("bmm", {{"stages", "3"}, {"block_m", "32"}, {"block_n", "32"}}), {"A_shared", "B_shared"});
     EXPECT_EQ(shape.shared_elems, 3 * (8 * 32 * 2));
     EXPECT_EQ(shape.prologue_copies["A_shared"], 2);
     EXPECT_EQ(shape.loop_copies["B_shared"], 1);
@@ -68,8 +67,8 @@ TEST(Lowering, BatchedMatMulIsPipelinedToo) {
 }
 
 TEST(Lowering, BuffersOfOneLoopMayHaveDifferentStageCounts) {
-    alcop::PipelineSummary shape = alcop::summarize_pipeline(lower_generator("gemm", {{"stages", "4"}, {"stages_b", "2"}}),
-                                                             {"A_shared", "B_shared"});
+    alcop::PipelineSummary shape = alcop::summarize_pipeline(
+        lower_generator("gemm", {{"stages", "4"}, {"stages_b", "2"}}), {"A_shared", "B_shared"});
     EXPECT_EQ(shape.shared_elems, 4 * 512 + 2 * 512);
     EXPECT_EQ(shape.prologue_copies["A_shared"], 3);
     EXPECT_EQ(shape.prologue_copies["B_shared"], 1);
@@ -109,15 +108,15 @@ TEST(Lowering, StagesOneIsUnchanged) {
     alcop::set_lowering_observer(nullptr);
     // Only the register compaction applies.
     alcop::PipelineSummary a = alcop::summarize_pipeline(plain, {"A_shared", "B_shared"}),
-                          b = alcop::summarize_pipeline(pipelined, {"A_shared", "B_shared"});
+                           b = alcop::summarize_pipeline(pipelined, {"A_shared", "B_shared"});
     EXPECT_EQ(a.shared_elems, b.shared_elems);
     EXPECT_EQ(a.loop_barriers, b.loop_barriers);
     EXPECT_EQ(a.consumer_indices.size(), b.consumer_indices.size());
 }
 
 TEST(Lowering, DroppingTheBarrierShowsInTheIR) {
-    alcop::PipelineSummary shape = alcop::summarize_pipeline(lower_generator("testing_gemm", {{"stages", "3"}, {"fault", "drop_barrier"}}),
-                          {"A_shared", "B_shared"});
+    alcop::PipelineSummary shape = alcop::summarize_pipeline(
+        lower_generator("testing_gemm", {{"stages", "3"}, {"fault", "drop_barrier"}}), {"A_shared", "B_shared"});
     EXPECT_EQ(shape.loop_barriers, 0);
 }
 

@@ -84,8 +84,9 @@ TEST(Misuse, ProducerReadsWhatTheLoopWrites) {
 }
 
 TEST(Misuse, TileMovesWithTheIterations) {
-    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(var("tx") + var("ko") * 16), barrier(), use_tile()})), 64),
-                    "changes with the iterations");
+    EXPECT_REJECTED(
+        kernel(streaming_loop(Block::make({copy_tile(var("tx") + var("ko") * 16), barrier(), use_tile()})), 64),
+        "changes with the iterations");
 }
 
 TEST(Misuse, WrittenOutsideItsProducer) {
@@ -135,7 +136,8 @@ TEST(Misuse, AsyncCopiesWithoutCpAsync) {
         gen->build_module("gemm");
         FAIL() << "cp.async was accepted on OpenCL";
     } catch (const CompileError &e) {
-        EXPECT_NE(std::string(e.what()).find("need a CUDA kernel and a target with cuda_capability_80"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("need a CUDA kernel and a target with cuda_capability_80"),
+                  std::string::npos)
             << e.what();
     }
 }
@@ -166,7 +168,6 @@ TEST(Misuse, GuardedReductionTailInARealSchedule) {
                          "changes with the iterations of the serial loop");
     }
 }
-
 
 // A real schedule as a user writes it: row sums of a 32-column A, each block of 16 rows staging
 // its chunk of 8 columns of A.in() in shared memory at the chunk loop r.y. Tests change it to
@@ -263,8 +264,9 @@ TEST(Misuse, RegisterSlotsOverTheLimit) {
         alcop::inject_pipelines(fragment_kernel(8), {{"F", {2, alcop::Level::Register}}}, options);
         FAIL() << "8 registers were accepted under a limit of 7";
     } catch (const CompileError &e) {
-        EXPECT_REJECTION(std::string(e.what()), "alcop::pipeline(F, Level::Register)",
-                         "would take 8 32-bit registers per thread (F: 2 stages x 4 x 4 bytes), more than the limit of 7");
+        EXPECT_REJECTION(
+            std::string(e.what()), "alcop::pipeline(F, Level::Register)",
+            "would take 8 32-bit registers per thread (F: 2 stages x 4 x 4 bytes), more than the limit of 7");
     }
     const auto start = std::chrono::steady_clock::now();
     EXPECT_REJECTION(rejection(fragment_kernel(1000000), {{"F", {1000000, alcop::Level::Register}}}),
@@ -288,8 +290,9 @@ TEST(Misuse, UnrolledStreamingLoop) {
     RowSum s;
     s.sum.update().unroll(s.r.y);
     alcop::pipeline(s.staged, 2);
-    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "is produced 4 times at the GPU block level, in no serial "
-                                                           "loop. Was the loop it is computed at unrolled?");
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())",
+                     "is produced 4 times at the GPU block level, in no serial "
+                     "loop. Was the loop it is computed at unrolled?");
 }
 
 // Issue #17, 3: a second enable() with other Options is not dropped: the last call wins.
@@ -314,12 +317,14 @@ TEST(Misuse, ErrorsNameFuncsAsTheUserWroteThem) {
     EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0"), "A.in()");
     EXPECT_EQ(alcop::user_name("A_shared$1_in_prod$2"), "A_shared.in(prod)");
     EXPECT_EQ(alcop::user_name("A_im_global_wrapper$0_in_prod$3"), "A.in().in(prod)");
-    EXPECT_EQ(alcop::pipeline_call("A_im_global_wrapper$0"), "alcop::pipeline(A.in()) (on Halide's A_im_global_wrapper$0)");
+    EXPECT_EQ(alcop::pipeline_call("A_im_global_wrapper$0"),
+              "alcop::pipeline(A.in()) (on Halide's A_im_global_wrapper$0)");
     EXPECT_EQ(alcop::pipeline_call("A2$0", alcop::Level::Register), "alcop::pipeline(A2, Level::Register)");
     RowSum s;
     s.staged.compute_at(s.out, s.bx);  // at the block level
     alcop::pipeline(s.staged, 2);
-    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in()) (on Halide's A_im", "A.in() is computed at the GPU block level");
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in()) (on Halide's A_im",
+                     "A.in() is computed at the GPU block level");
 }
 
 // Issue #17, 7: what is true of a kernel's output, and of a Func with a kernel of its own.
@@ -327,7 +332,8 @@ TEST(Misuse, PipelinedKernelOutput) {
     RowSum s;
     alcop::pipeline(s.staged, 2);
     alcop::pipeline(s.out, 3);
-    EXPECT_REJECTION(s.error(), "alcop::pipeline(out)", "out is computed in a GPU kernel of its own, at the block level");
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(out)",
+                     "out is computed in a GPU kernel of its own, at the block level");
 }
 
 TEST(Misuse, ComputeRootFuncWithAKernelOfItsOwn) {
@@ -335,7 +341,8 @@ TEST(Misuse, ComputeRootFuncWithAKernelOfItsOwn) {
     Var bx("bx2"), tx("tx2");
     s.staged.compute_root().gpu_tile(s.staged.args()[1], bx, tx, 16);
     alcop::pipeline(s.staged, 2);
-    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())", "A.in() is computed in a GPU kernel of its own, at the block level");
+    EXPECT_REJECTION(s.error(), "alcop::pipeline(A.in())",
+                     "A.in() is computed in a GPU kernel of its own, at the block level");
 }
 
 }  // namespace

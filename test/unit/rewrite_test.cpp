@@ -30,7 +30,8 @@ TEST(Rewrite, TwoPipelinedLoopsInOneKernel) {
     auto loop = [](const std::string &k, const std::string &f, const std::string &in, const std::string &out) {
         Stmt copy = produce(f, store("S", var("tx"), load(in, var(k) * 16 + var("tx"))));
         Stmt use = consume(f, store(out, var(k) * 16 + var("tx"), load("S", 15 - var("tx"))));
-        return For::make(k, 0, var(K), ForType::Serial, DeviceAPI::None, Block::make({copy, barrier(), use, barrier()}));
+        return For::make(k, 0, var(K), ForType::Serial, DeviceAPI::None,
+                         Block::make({copy, barrier(), use, barrier()}));
     };
     Stmt s = kernel(Block::make({loop("ko1", "P", "in1", "out1"), barrier(), loop("ko2", "Q", "in2", "out2")}));
     std::ostringstream text;
@@ -87,7 +88,8 @@ TEST(Rewrite, EmulatedAsyncWritesSlotsOnlyAtWaits) {
     std::ostringstream text;
     text << result;
     // (Later emulated pipelines of the process name their flags alcop_emulated_flag$1, ...)
-    EXPECT_TRUE(std::regex_search(text.str(), std::regex("alcop_emulated_flag(\\$\\d+)?\\[uint8 \\* 3\\]"))) << text.str();
+    EXPECT_TRUE(std::regex_search(text.str(), std::regex("alcop_emulated_flag(\\$\\d+)?\\[uint8 \\* 3\\]")))
+        << text.str();
 }
 
 // The emulation holds each store of a copy in its own registers, which a loop would overwrite.
