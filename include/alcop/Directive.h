@@ -54,7 +54,8 @@ Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
  * the lane holds x = x0 + 8 i + 2 t + {0, 1}, y = y0 + 16 j + g + {0, 8} for i < warp_n / 8 and
  * j < warp_m / 16 (schedule_tensor_core_tile() below writes that schedule). The lowering pass
  * checks the request (a user error names the Func and the reason): warp_m and warp_n multiples of
- * 16 (one ldmatrix.x4 loads B for two n8 tiles), a serial K loop inside a chunk of a multiple of 16, operand types the instruction has, operands contiguous along K or along M/N in
+ * 16 (one ldmatrix.x4 loads B for two n8 tiles), a serial K loop inside a chunk of a multiple
+ * of 16, operand types the instruction has, operands contiguous along K or along M/N in
  * their shared tiles, threads that form whole warps, and per-thread accumulators in the
  * fragment layout. A later call on the same Func replaces an earlier one. Returns f. */
 Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
@@ -113,18 +114,18 @@ struct Options {
     /** Shared memory one block of a pipelined kernel may use, in bytes; the pass raises a user
      * error, at compile time, for a kernel whose slots would need more. 0: the default of the
      * kernel's target, 48 KiB for every GPU API: on CUDA it is what Halide 14's runtime
-     * launches with (model::GpuSpec::smem_per_block_default); an app that links
-     * the CUDA opt-in (HalideAlcop::cuda_opt_in, alcop/CudaOptIn.h) may set up to its GPU's
-     * opt-in maximum
-     * (model::GpuSpec::smem_per_block_optin, 232448 on an H100 or H200). OpenCL cannot tell the
+     * launches with (model::GpuSpec::smem_per_block_default); an app that links the CUDA
+     * opt-in (HalideAlcop::cuda_opt_in, alcop/CudaOptIn.h) may set up to its GPU's opt-in
+     * maximum (model::GpuSpec::smem_per_block_optin, 232448 on an H100 or H200). OpenCL cannot tell the
      * device's CL_DEVICE_LOCAL_MEM_SIZE at compile time: 48 KiB is what NVIDIA's OpenCL offers
      * and less than AMD's and Intel's GPUs (64 KiB) and pocl offer; set the limit for a device
      * with less (the OpenCL minimum is 32 KiB). */
     int64_t shared_memory_limit = 0;
     /** 32-bit registers per thread that the register slots of one fragment loop
      * (Level::Register) may take; over it, a user error. 0: the target's default, 64 on CUDA
-     * (Halide 14's runtime caps every kernel at 64 registers; the opt-in lifts the cap to 255, model::RuntimeLimits), 255 elsewhere (the most a thread of any GPU the model knows
-     * holds before it spills). At most 512: no GPU gives a thread more. */
+     * (Halide 14's runtime caps every kernel at 64 registers; the opt-in lifts the cap to 255,
+     * model::RuntimeLimits), 255 elsewhere (the most a thread of any GPU the model knows holds
+     * before it spills). At most 512: no GPU gives a thread more. */
     int register_limit = 0;
 };
 

@@ -12,7 +12,8 @@
  * chunk whose operands F loads from shared memory.
  *
  * The rewrite unrolls L (a long L by groups of `stages` steps, see PipelineFragments.h), so
- * that every slot index is a constant and the slots stay in registers. For each L it checks, raising a Halide user_error naming the Func:
+ * that every slot index is a constant and the slots stay in registers. For each L it checks,
+ * raising a Halide user_error naming the Func:
  *  - F is computed inside the gpu_thread loops, inside a serial loop;
  *  - F is produced once per iteration of L (more produce nodes mean L's own loop was
  *    unrolled by the schedule, which the pass must do itself, after pipelining);

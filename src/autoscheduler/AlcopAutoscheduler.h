@@ -69,8 +69,8 @@
  * (recognition), Candidates.h (the model's candidates the schedule can express, and the
  * choice), ContractionSchedule.h and PlainSchedule.h (the schedules, as steps),
  * ScheduleSteps.h (the steps: applied and printed), ScheduleSourceHelpers.cpp (what the printed
- * sources call, declared in alcop/Autoscheduler.h), this file (autoschedule(): the order of those jobs, the summary and the source's
- * header), Plugin.cpp (the registration with Halide).
+ * sources call, declared in alcop/Autoscheduler.h), this file (autoschedule(): the order of
+ * those jobs, the summary and the source's header), Plugin.cpp (the registration with Halide).
  */
 
 #include "Halide.h"

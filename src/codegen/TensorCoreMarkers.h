@@ -48,8 +48,9 @@
  *   (`llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4[.trans].b16` on an addrspace(3) pointer) at the
  *   group's first call, and call j becomes element j of its result. It asserts: j is a
  *   constant in 0..3; each e_k is a 16-bit load (or a lane of a vector load) from shared
- *   memory, 2k bytes past e0 (the same base and index up to constant terms); nothing between the first and the last call of a group may write memory other
- *   than the thread's own stack (so that one read serves them all).
+ *   memory, 2k bytes past e0 (the same base and index up to constant terms); nothing between
+ *   the first and the last call of a group may write memory other than the thread's own stack
+ *   (so that one read serves them all).
  *
  * Afterwards no call to an `alcop_mma_` or `alcop_ldmatrix_` function remains, and their
  * declarations are erased. A declaration with one of these prefixes that does not match its

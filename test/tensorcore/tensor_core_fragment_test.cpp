@@ -1,6 +1,7 @@
 // The fragments the rewritten inner product hands mma.sync, checked lane by lane against the
 // PTX ISA's fragment tables (TensorCoreMarkers.h), not against the rewrite's own formulas: the
-// rewrite's output Stmt (rewrite_inner_products on what the pass receives) is evaluated for each of the 32 lanes of warp 0 of block 0,
+// rewrite's output Stmt (rewrite_inner_products on what the pass receives) is evaluated for
+// each of the 32 lanes of warp 0 of block 0,
 // ldmatrix.x4[.trans] is emulated on the addresses the lanes give (lane 8q + r gives row r of
 // matrix q; without .trans lane l = 4g + t receives row g, columns 2t and 2t + 1; with .trans,
 // rows 2t and 2t + 1, column g), each shared address a lane reads is looked up in what the
