@@ -12,13 +12,6 @@ namespace alcop {
 using namespace Halide;
 using namespace Halide::Internal;
 
-std::string describe_loop(const For *loop) {
-    return "the serial loop " + loop->name;
-}
-
-namespace {
-
-/** `name` without the uniquifying suffixes (`$` and digits) Halide appends. */
 std::string without_unique_suffixes(const std::string &name) {
     std::string out;
     for (size_t i = 0; i < name.size(); i++) {
@@ -30,6 +23,12 @@ std::string without_unique_suffixes(const std::string &name) {
     }
     return out;
 }
+
+std::string describe_loop(const For *loop) {
+    return "the serial loop " + loop->name;
+}
+
+namespace {
 
 /** The user's spelling of a name without suffixes: Func::in() wrappers are "<f>_global_wrapper",
  * "<f>_in_<g>" and "<f>_clone_in_<g>" (Halide 14's Func.cpp), and an ImageParam's Func is

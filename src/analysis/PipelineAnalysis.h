@@ -98,6 +98,10 @@ bool is_barrier(const Halide::Internal::Stmt &s);
 /** How the user errors name a loop: "the serial loop <name>". */
 std::string describe_loop(const Halide::Internal::For *loop);
 
+/** `name` without the uniquifying suffixes ("$" and digits) Halide appends: A_shared$5_in_prod$5$0
+ * is A_shared_in_prod. */
+std::string without_unique_suffixes(const std::string &name);
+
 /** How the user errors name a Func: as the user wrote it. Halide uniquifies names (`A2$0`
  * for `A2` in a Generator) and names the wrappers of Func::in() after what they wrap
  * (`A_im_global_wrapper$0` for `A.in()` on an ImageParam A, `A_in_prod` for `A.in(prod)`). */

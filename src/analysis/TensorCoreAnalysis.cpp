@@ -275,20 +275,6 @@ private:
     }
 };
 
-/** The value of `e` with the given variables set and every other variable 0. */
-std::optional<int64_t> evaluate(Expr e, const std::map<std::string, Expr> &values) {
-    e = substitute(values, e);
-    struct Zero : IRMutator {
-        using IRMutator::visit;
-        Expr visit(const Variable *op) override {
-            return make_zero(op->type);
-        }
-    } zero;
-    e = simplify(zero.mutate(e));
-    if (const int64_t *v = as_const_int(e)) return *v;
-    return std::nullopt;
-}
-
 void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     const std::string who = tensor_cores_call(name);
     FindUpdates find(f.name());
@@ -345,7 +331,7 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
             values[t->name] = t == lane_loop ? simplify(t->min + l) : t->min;
         }
         for (const FindUpdates::Update &u : find.updates) {
-            std::optional<int64_t> flat = evaluate(u.index, values);
+            std::optional<int64_t> flat = evaluate_lane(u.index, values);
             user_assert(flat) << who << ": cannot tell which accumulator element a lane updates: " << u.index << ".\n";
             held[l].insert({*flat % *width, *flat / *width});  // (x, y)
         }
@@ -386,6 +372,19 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
 }
 
 }  // namespace
+
+std::optional<int64_t> evaluate_lane(Expr e, const std::map<std::string, Expr> &values) {
+    e = substitute(values, e);
+    struct Zero : IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            return make_zero(op->type);
+        }
+    } zero;
+    e = simplify(zero.mutate(e));
+    if (const int64_t *v = as_const_int(e)) return *v;
+    return std::nullopt;
+}
 
 std::string tensor_cores_call(const std::string &func) {
     return "alcop::tensor_cores(" + user_name(func) + ")";

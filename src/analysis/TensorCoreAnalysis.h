@@ -25,6 +25,7 @@
 #include "directive/Requests.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ std::vector<TensorCoreUse> analyze_tensor_cores(const Halide::Internal::Stmt &s,
 
 /** How the user errors start: "alcop::tensor_cores(P)". */
 std::string tensor_cores_call(const std::string &func);
+
+/** The value of `e` with `values` substituted for their variables and every other variable 0
+ * (a lane's index math, evaluated for one lane), if that is a constant. */
+std::optional<int64_t> evaluate_lane(Halide::Expr e, const std::map<std::string, Halide::Expr> &values);
 
 }  // namespace alcop
 

@@ -67,16 +67,8 @@ bool loop_inside_updates(const Stmt &s, const std::string &func) {
 }
 
 /** `e` with `values` substituted and every other variable 0, as a constant. */
-int64_t evaluate(Expr e, const std::map<std::string, Expr> &values) {
-    e = substitute(values, e);
-    struct Zero : IRMutator {
-        using IRMutator::visit;
-        Expr visit(const Variable *op) override {
-            return make_zero(op->type);
-        }
-    } zero;
-    e = simplify(zero.mutate(e));
-    const int64_t *v = as_const_int(e);
+int64_t evaluate(const Expr &e, const std::map<std::string, Expr> &values) {
+    std::optional<int64_t> v = evaluate_lane(e, values);
     internal_assert(v) << "tensor cores: not a constant: " << e << "\n";
     return *v;
 }

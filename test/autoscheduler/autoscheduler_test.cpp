@@ -8,6 +8,8 @@
 
 #include "Halide.h"
 
+#include "KernelSource.h"
+
 #include "alcop/Autoscheduler.h"
 
 #include "model/CostModel.h"
@@ -156,12 +158,7 @@ std::vector<int> pipeline_stages(const std::string &source) {
 }
 
 std::string ptx_of(const Module &m) {
-    for (const Buffer<> &b : m.buffers()) {
-        if (b.name().find("gpu_source_kernels") != std::string::npos) {
-            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
-        }
-    }
-    return "";
+    return kernel_source::of(m);
 }
 
 /** Assembles `ptx` for sm_80; returns ptxas's log, or "" when ptxas was not found. */

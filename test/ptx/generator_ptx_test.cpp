@@ -4,6 +4,8 @@
 
 #include "Halide.h"
 
+#include "KernelSource.h"
+
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
 
@@ -23,20 +25,10 @@ namespace {
 std::string ptx_of(const std::string &generator, const std::string &target, const GeneratorParamsMap &params) {
     auto gen = GeneratorRegistry::create(generator, GeneratorContext(Target(target)));
     gen->set_generator_param_values(params);
-    Module m = gen->build_module(generator);
-    for (const Buffer<> &b : m.buffers()) {
-        if (b.name().find("gpu_source_kernels") != std::string::npos) {
-            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
-        }
-    }
-    return "";
+    return kernel_source::of(gen->build_module(generator));
 }
 
-int count(const std::string &text, const std::string &what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
-    return n;
-}
+using kernel_source::count;
 
 struct Ptxas {
     bool ran = false;
@@ -238,12 +230,7 @@ TEST(TwoLevel, LocalMemoryIsDetected) {
     out.gpu_tile(x, xo, xi, 64);
     window.compute_at(out, xi).store_in(MemoryType::Register).bound(i, 0, 16);
     Module m = Pipeline(out).compile_to_module({in, which}, "local", Target("host-cuda-cuda_capability_80"));
-    std::string ptx;
-    for (const Buffer<> &b : m.buffers()) {
-        if (b.name().find("gpu_source_kernels") != std::string::npos) {
-            ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
-        }
-    }
+    const std::string ptx = kernel_source::of(m);
     ASSERT_FALSE(ptx.empty());
     EXPECT_TRUE(uses_local_memory(ptx)) << ptx;
 }

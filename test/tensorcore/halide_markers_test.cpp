@@ -8,6 +8,8 @@
 
 #include "Halide.h"
 
+#include "KernelSource.h"
+
 #include "codegen/AsyncCopyMarkers.h"
 #include "codegen/TensorCoreMarkers.h"
 
@@ -25,21 +27,10 @@ namespace {
 using namespace Halide;
 using namespace Halide::Internal;
 
-int count(const std::string &text, const std::string &what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-        n++;
-    }
-    return n;
-}
+using kernel_source::count;
 
 std::string ptx_of(const Module &m) {
-    for (const Buffer<> &b : m.buffers()) {
-        if (b.name().find("gpu_source_kernels") != std::string::npos) {
-            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
-        }
-    }
-    return "";
+    return kernel_source::of(m);
 }
 
 // Register j of ldmatrix.x4[.trans] for this lane: its row is 8 elements of `tile` (column

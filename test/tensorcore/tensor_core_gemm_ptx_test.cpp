@@ -7,6 +7,8 @@
 
 #include "Halide.h"
 
+#include "KernelSource.h"
+
 #include "codegen/AsyncCopyMarkers.h"
 
 #include "TensorCoreGemm.h"
@@ -23,21 +25,10 @@ namespace {
 
 using namespace Halide;
 
-int count(const std::string &text, const std::string &what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-        n++;
-    }
-    return n;
-}
+using kernel_source::count;
 
 std::string ptx_of(const Module &m) {
-    for (const Buffer<> &b : m.buffers()) {
-        if (b.name().find("gpu_source_kernels") != std::string::npos) {
-            return std::string((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
-        }
-    }
-    return "";
+    return kernel_source::of(m);
 }
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {

@@ -21,15 +21,7 @@ namespace {
 
 /** `name` without Halide's uniquifying "$<n>" suffixes (A_shared$5_in_prod$5$0: A_shared_in_prod). */
 std::string plain(const std::string &name) {
-    std::string out;
-    for (size_t i = 0; i < name.size(); i++) {
-        if (name[i] == '$' && i + 1 < name.size() && isdigit((unsigned char)name[i + 1])) {
-            while (i + 1 < name.size() && isdigit((unsigned char)name[i + 1])) i++;
-            continue;
-        }
-        out += name[i];
-    }
-    return out;
+    return alcop::without_unique_suffixes(name);
 }
 
 /** A summary without the loop's uniquified name, for comparing two lowerings. */
