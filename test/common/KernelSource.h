@@ -6,8 +6,11 @@
 
 #include "Halide.h"
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace kernel_source {
 
@@ -26,6 +29,28 @@ inline int count(const std::string &text, const std::string &what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
     return n;
+}
+
+/** What ptxas (ALCOP_PTXAS, where the test target defines it) says of `ptx` for `arch`, with
+ * -v; its exit status in *status, -1 where ptxas is absent. `tag` names the temporary file. */
+inline std::string ptxas_output(const std::string &ptx, const std::string &arch, const std::string &tag, int *status) {
+#ifdef ALCOP_PTXAS
+    const std::string path = "/tmp/alcop_" + tag + "_" + arch + "_" + std::to_string(getpid()) + ".ptx";
+    std::ofstream(path) << ptx;
+    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
+    std::string log;
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) {
+        log += line;
+    }
+    *status = p ? pclose(p) : -1;
+    std::remove(path.c_str());
+    return log;
+#else
+    *status = -1;
+    return "";
+#endif
 }
 
 }  // namespace kernel_source

@@ -82,23 +82,7 @@ Module mma_module(Type element, const char *mma_name) {
 }
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
-#ifdef ALCOP_PTXAS
-    const std::string path =
-        testing::TempDir() + "alcop_halide_markers_" + arch + "_" + std::to_string(getpid()) + ".ptx";
-    std::ofstream(path) << ptx;
-    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
-    std::string log;
-    FILE *p = popen(cmd.c_str(), "r");
-    char line[512];
-    while (p && fgets(line, sizeof line, p)) {
-        log += line;
-    }
-    *status = p ? pclose(p) : -1;
-    return log;
-#else
-    *status = -1;
-    return "";
-#endif
+    return kernel_source::ptxas_output(ptx, arch, "halide_markers", status);
 }
 
 TEST(HalideMarkers, BecomeTensorCoreInstructions) {

@@ -32,22 +32,7 @@ std::string ptx_of(const Module &m) {
 }
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
-#ifdef ALCOP_PTXAS
-    const std::string path = ::testing::TempDir() + "alcop_tc_gemm_" + arch + "_" + std::to_string(getpid()) + ".ptx";
-    std::ofstream(path) << ptx;
-    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
-    std::string log;
-    FILE *p = popen(cmd.c_str(), "r");
-    char line[512];
-    while (p && fgets(line, sizeof line, p)) {
-        log += line;
-    }
-    *status = p ? pclose(p) : -1;
-    return log;
-#else
-    *status = -1;
-    return "";
-#endif
+    return kernel_source::ptxas_output(ptx, arch, "tc_gemm", status);
 }
 
 std::string compile(const tc_test::Gemm &g) {
