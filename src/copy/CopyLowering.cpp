@@ -133,7 +133,31 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
         !aligned_to(load->alignment, eb, bytes)) {
         return stays_synchronous("global address not provably aligned");
     }
-    Expr marker = Call::make(t, async_copy_prefix + type_suffix(t.element_of()), {Expr(load), src_bytes}, Call::Extern);
+    // A copy moves bits. Halide 14 hands fp16 and bf16 values to an extern call as 16-bit
+    // integers, so a 2-byte float copy marks the unsigned integers of its bits instead.
+    const Type bits = t.is_float() && t.bits() == 16 ? UInt(16, t.lanes()) : t;
+    Expr source = Load::make(bits, load->name, load->index, load->image, load->param, load->predicate, load->alignment);
+    Expr marker =
+        Call::make(bits, async_copy_prefix + type_suffix(bits.element_of()), {source, src_bytes}, Call::Extern);
+    if (bytes == 16 && eb < 4) {
+        // Halide's PTX backend slices a 16-byte vector of narrower elements into 8-byte
+        // accesses aligned to 8 bytes only, which cp.async cannot take; a 4 x 32-bit access
+        // of the same bytes is one 16-byte aligned access (CodeGen_PTX_Dev's 128-bit load and
+        // store). The marker stays on the narrow lanes, so src_bytes zero-fills lane by lane.
+        auto words = [&](const Expr &elements) {
+            const Ramp *r = elements.as<Ramp>();
+            return Ramp::make(simplify(r->base / (4 / eb)), 1, 4);
+        };
+        auto word_alignment = [&](const ModulusRemainder &a) {
+            return ModulusRemainder(a.modulus / (4 / eb), a.remainder / (4 / eb));
+        };
+        const Type quad = UInt(32, 4);
+        source = reinterpret(bits, Load::make(quad, load->name, words(load->index), load->image, load->param,
+                                              const_true(4), word_alignment(load->alignment)));
+        marker = Call::make(bits, marker.as<Call>()->name, {source, src_bytes}, Call::Extern);
+        return Store::make(op->name, reinterpret(quad, marker), words(index), op->param, const_true(4),
+                           word_alignment(alignment));
+    }
     return Store::make(op->name, marker, index, op->param, const_true(t.lanes()), alignment);
 }
 

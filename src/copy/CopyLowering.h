@@ -16,7 +16,8 @@
  *    are split into 16-byte pieces) from a global load that Halide proves aligned to that size,
  *    or such a load under a select(prefix-of-lanes predicate, load, 0), becomes a cp.async
  *    marker (see codegen/AsyncCopyMarkers.h) whose src-size zero-fills what the predicate cuts
- *    off; the copies of one step form one commit group. Other stores are register-staged.
+ *    off; the copies of one step form one commit group. Copies of fp16/bf16 move their bits
+ *    (u16 lanes), a 16-byte one as one 4 x 32-bit access. Other stores are register-staged.
  * The rewrite does not change with the kind.
  *
  * Guarantee of every kind: once wait(n) returned and the block passed the following barrier,

@@ -27,6 +27,7 @@ struct Gemm {
     bool a_unstaged = false;  // the inner product reads the input A itself
     bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
+    bool k_tail = false;  // K need not be a multiple of tile_k: the copies zero-fill past K
     enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
@@ -38,9 +39,17 @@ struct Gemm {
         ImageParam A(a_type, 2, "A"), B(b_type, 2, "B");
         Var k("k"), m("m"), n("n"), x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
         Func A_sh("A_sh"), B_sh("B_sh"), prod("prod"), out("out");
-        A_sh(k, m) = A(k, m);
-        B_sh(n, k) = B(n, k);
-        RDom r(0, tile_k, 0, A.dim(0).extent() / tile_k, "r");
+        if (k_tail) {
+            // The form the copy lowering turns into cp.async with a src-size (zero fill): a
+            // select on K whose load's index is promised in range.
+            Expr K = A.dim(0).extent();
+            A_sh(k, m) = select(k < K, A(unsafe_promise_clamped(k, 0, K - 1), m), cast(a_type, 0));
+            B_sh(n, k) = select(k < K, B(n, unsafe_promise_clamped(k, 0, K - 1)), cast(b_type, 0));
+        } else {
+            A_sh(k, m) = A(k, m);
+            B_sh(n, k) = B(n, k);
+        }
+        RDom r(0, tile_k, 0, (A.dim(0).extent() + (k_tail ? tile_k - 1 : 0)) / tile_k, "r");
         Expr rk = r.y * tile_k + r.x;
         const Type acc = f64_accumulator ? Float(64) : Float(32);
         Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, y);

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <unistd.h>
 
@@ -89,8 +90,7 @@ TEST(TensorCoreGemm, MmaAndLdmatrixPerKStep) {
 // tensor-core rewrite runs after the pipeline rewrite, on the consumers' slot-indexed loads),
 // one commit group per prologue step and one in the loop, every wait followed by a barrier before
 // the next ldmatrix, no local memory; ptxas: no spills. With vector = 1 the 2-byte copies do
-// not qualify for cp.async and stay synchronous; with vector = 8 (16-byte copies), see
-// DISABLED_CpAsyncCopiesOfHalves.
+// not qualify for cp.async and stay synchronous; wider ones do, see CpAsyncCopiesOfHalves.
 TEST(TensorCoreGemm, PipelinedThreeStages) {
     for (Type t : {Float(16), BFloat(16)}) {
         SCOPED_TRACE(::testing::Message() << t);
@@ -155,20 +155,75 @@ TEST(TensorCoreGemm, H200DefaultTiles) {
 #endif
 }
 
-// DISABLED, not yet working: 16-byte copies of fp16/bf16 tiles as cp.async. The copy
-// lowering's marker for a float16x8 value (alcop_cp_async_copy_f16) fails Halide 14's codegen
-// (an extern call on float16 vectors does not produce <8 x half>: Halide passes halves to
-// extern calls as 16-bit integers). Tried: the marker on the bits (alcop_cp_async_copy_u16 of
-// reinterpret(uint16x8, load), stored through a uint16 view of the slot) compiles, but the
-// NVPTX rewrite leaves plain ld.global.nc.v4 + st.shared.v4 (8-byte pieces), no cp.async: to
-// be found in src/copy/CopyLowering.cpp (async_store) and src/codegen/AsyncCopyRewrite.cpp.
-TEST(TensorCoreGemm, DISABLED_CpAsyncCopiesOfHalves) {
-    tc_test::Gemm g;
-    g.stages = 3;
-    g.vector = 8;
-    const std::string ptx = compile(g);
-    EXPECT_GT(count(ptx, "cp.async.cg.shared.global"), 0) << ptx;
-    EXPECT_EQ(count(ptx, "mma.sync"), (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8));
+// 16-byte copies of fp16/bf16 tiles (vector = 8 halves) are cp.async.cg of 16 bytes, 8- and
+// 4-byte ones (vector 4, 2) cp.async.ca: the copy lowering marks a 2-byte float copy on its
+// bits (u16 lanes) and moves a 16-byte one as one 4 x 32-bit access, the only 16-byte aligned
+// access Halide's PTX backend emits for it. One copy per operand and step (2 prologue steps,
+// 1 in the loop), no synchronous copy left (no ld.global, no st.shared). Where K is not a
+// multiple of tile_k the copies' src-size is a register (zero fill past K), else the constant
+// size. ptxas: no spills, no local memory.
+TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
+    struct Width {
+        int vector;
+        std::string instruction;
+    };
+    for (Type t : {Float(16), BFloat(16)}) {
+        // The narrower copies take the same route for both types: f16 only, to keep it fast.
+        for (const Width &w : {Width{8, "cp.async.cg.shared.global"}, Width{4, "cp.async.ca.shared.global"},
+                               Width{2, "cp.async.ca.shared.global"}}) {
+            if (t.is_bfloat() && w.vector < 8) continue;
+            for (bool k_tail : {false, true}) {
+                SCOPED_TRACE(::testing::Message() << t << " vector " << w.vector << " k_tail " << k_tail);
+                tc_test::Gemm g;
+                g.a_type = g.b_type = t;
+                g.stages = 3;
+                g.vector = w.vector;
+                g.k_tail = k_tail;
+                const std::string ptx = compile(g);
+                ASSERT_FALSE(ptx.empty());
+                // Per step (2 prologue steps, 1 in the loop) each thread copies its share of both
+                // tiles, one cp.async per vector (the copy loop fully unrolled).
+                const int threads = 32 * (g.block_m / g.warp_m) * (g.block_n / g.warp_n), bytes = 2 * w.vector;
+                const int copies = g.stages * g.tile_k * (g.block_m + g.block_n) / (threads * w.vector);
+                const std::string sized = w.instruction + " [%r";
+                EXPECT_EQ(count(ptx, sized), copies) << ptx;
+                EXPECT_EQ(count(ptx, "cp.async"),
+                          copies + count(ptx, "cp.async.commit_group") + count(ptx, "cp.async.wait_group"));
+                // `[dst], [src], size, src-size`: src-size is the constant size (LLVM keeps it in
+                // a register set by one mov) unless the copy zero-fills past K.
+                const std::regex operands(w.instruction + " \\[%r\\d+\\], \\[%rd\\d+\\], " + std::to_string(bytes) +
+                                          ", (%r\\d+);");
+                int whole = 0, filled = 0;
+                for (auto m = std::sregex_iterator(ptx.begin(), ptx.end(), operands); m != std::sregex_iterator();
+                     ++m) {
+                    const bool constant =
+                        count(ptx, "mov.u32 \t" + (*m)[1].str() + ", " + std::to_string(bytes) + ";") == 1;
+                    (constant ? whole : filled)++;
+                }
+                EXPECT_EQ(whole + filled, copies);
+                EXPECT_EQ(filled, k_tail ? copies : 0);
+                EXPECT_EQ(count(ptx, "ld.global"), 0) << "a synchronous copy is left";
+                EXPECT_EQ(count(ptx, "st.shared"), 0) << "a synchronous copy is left";
+                EXPECT_EQ(count(ptx, "mma.sync"), (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8));
+                EXPECT_EQ(count(ptx, ".local"), 0);
+                std::printf("%s vector %d%s: %d x %s %d bytes (%d with a computed src-size), %d commit_group, "
+                            "%d wait_group\n",
+                            t.is_bfloat() ? "bf16" : "f16", w.vector, k_tail ? " (K tail)" : "", count(ptx, sized),
+                            w.instruction.c_str(), bytes, filled, count(ptx, "cp.async.commit_group"),
+                            count(ptx, "cp.async.wait_group"));
+#ifdef ALCOP_PTXAS
+                for (const char *arch : {"sm_80", "sm_90"}) {
+                    if (w.vector < 8) break;
+                    int status = 0;
+                    const std::string log = ptxas_output(ptx, arch, &status);
+                    EXPECT_EQ(status, 0) << log;
+                    EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores"))
+                        << log;
+                }
+#endif
+            }
+        }
+    }
 }
 
 }  // namespace
