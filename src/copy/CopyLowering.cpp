@@ -146,7 +146,9 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
         // store). The marker stays on the narrow lanes, so src_bytes zero-fills lane by lane.
         auto words = [&](const Expr &elements) {
             const Ramp *r = elements.as<Ramp>();
-            return Ramp::make(simplify(r->base / (4 / eb)), 1, 4);
+            // Not simplified: the simplifier would distribute the exact division over the
+            // index's terms, and their bounds (SwizzleOperands.h) would no longer cancel.
+            return Ramp::make(r->base / (4 / eb), 1, 4);
         };
         auto word_alignment = [&](const ModulusRemainder &a) {
             return ModulusRemainder(a.modulus / (4 / eb), a.remainder / (4 / eb));

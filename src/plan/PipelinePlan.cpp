@@ -1,5 +1,7 @@
 #include "plan/PipelinePlan.h"
 
+#include "plan/Swizzle.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -11,9 +13,9 @@ int64_t round_up(int64_t x, int64_t m) {
     return (x + m - 1) / m * m;
 }
 
-// The smallest b >= cursor with b == residue (mod slot_alignment).
-int64_t place(int64_t cursor, int64_t residue) {
-    return round_up(cursor - residue, slot_alignment) + residue;
+// The smallest b >= cursor with b == residue (mod alignment).
+int64_t place(int64_t cursor, int64_t residue, int64_t alignment) {
+    return round_up(cursor - residue, alignment) + residue;
 }
 
 /** Where the slots of a loop may go: bytes [lo, hi) of the allocation. */
@@ -50,7 +52,7 @@ std::vector<Hole> free_during(const PipelineLoop &loop, int64_t size) {
 
 }  // namespace
 
-KernelPlan plan_kernel(const KernelPipelines &kernel) {
+KernelPlan plan_kernel(const KernelPipelines &kernel, const std::set<std::string> &swizzled) {
     KernelPlan plan;
     // With other buffers in an allocation of unknown size, nothing is known to be free but
     // what lies past its end, wherever that is.
@@ -66,12 +68,16 @@ KernelPlan plan_kernel(const KernelPipelines &kernel) {
             bp.stages = b.stages;
             bp.prefetch_distance = b.stages - 1;
             bp.old_begin = b.begin;
-            bp.slot_bytes = round_up(b.end - b.begin, slot_alignment);
             const int64_t residue = ((b.begin % slot_alignment) + slot_alignment) % slot_alignment;
+            // A swizzled operand's slots move by whole periods: from an old offset that is a
+            // multiple of slot_alignment, counted from the allocation's start.
+            bp.swizzled = swizzled.count(b.func) && residue == 0 && !appended;
+            const int64_t alignment = bp.swizzled ? swizzle_period : slot_alignment;
+            bp.slot_bytes = round_up(b.end - b.begin, alignment);
             const int64_t bytes = bp.stages * bp.slot_bytes;
             // The first hole that holds all its slots (the last one always does).
             for (Hole &h : holes) {
-                const int64_t base = place(h.lo, residue);
+                const int64_t base = place(h.lo, residue, alignment);
                 if (h.hi != unbounded && base + bytes > h.hi) continue;
                 bp.base = base;
                 h.lo = base + bytes;
@@ -92,6 +98,17 @@ KernelPlan plan_kernel(const KernelPipelines &kernel) {
     plan.total_known = kernel.allocation_bytes >= 0;
     if (!plan.total_known) plan.total_bytes = plan.slot_bytes;
     return plan;
+}
+
+std::vector<SwizzleAlignedSlots> swizzle_aligned_slots(const KernelPlan &plan) {
+    std::vector<SwizzleAlignedSlots> result;
+    for (const LoopPlan &loop : plan.loops) {
+        for (const BufferPlan &b : loop.buffers) {
+            // Swizzled slots always count from the allocation's start (plan_kernel).
+            if (b.swizzled) result.push_back({b.func, b.base, b.base + b.stages * b.slot_bytes});
+        }
+    }
+    return result;
 }
 
 }  // namespace alcop

@@ -10,6 +10,13 @@
  *
  * Layout. Slots are 16-byte aligned apart (the cp.async unit), and slot 0 keeps the tile's
  * old offset modulo 16, so every alignment fact Halide proved about an access stays true.
+ * Slots of a swizzled operand (a tensor-core operand, plan/Swizzle.h) are aligned to the
+ * swizzle's period instead: each slot starts on a multiple of swizzle_period bytes and spans a
+ * whole number of them, so the swizzle, which permutes the 16-byte chunks of each 128-byte
+ * window counted from byte 0 of the allocation, keeps every byte in its slot and gives every
+ * slot the same layout. Only where slot 0 may move by whole periods: the tile's old offset is
+ * a multiple of 16 bytes and the slots count from the allocation's start (not appended after
+ * data of unknown size); otherwise the buffer gets ordinary slots and stays unswizzled.
  * When every access to the allocation, anywhere in the kernel, belongs to a pipelined buffer,
  * the slots are packed from the start of the allocation. Otherwise the other buffers keep
  * their place (one may be live across the loop), and each buffer's slots go into the first
@@ -25,6 +32,7 @@
 #include "analysis/PipelineAnalysis.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +42,9 @@ constexpr int64_t slot_alignment = 16;
 
 struct BufferPlan {
     std::string func;
+    /** The slots are aligned to swizzle_period and span whole periods: the swizzle of the
+     * operand's tile (rewrite/SwizzleOperands.h) may apply to them, one map for every slot. */
+    bool swizzled = false;
     int stages = 1;
     int prefetch_distance = 0;  ///< stages - 1
     int64_t old_begin = 0;      ///< first byte of the tile before the rewrite
@@ -63,7 +74,19 @@ struct KernelPlan {
     bool total_known = false;
 };
 
-KernelPlan plan_kernel(const KernelPipelines &kernel);
+/** Bytes [begin, end) of a kernel's merged shared allocation: all the slots of a buffer the
+ * plan aligned for its swizzle (BufferPlan::swizzled), whole periods from byte 0. */
+struct SwizzleAlignedSlots {
+    std::string func;
+    int64_t begin = 0, end = 0;
+};
+
+/** The swizzle-aligned slots of `plan`. */
+std::vector<SwizzleAlignedSlots> swizzle_aligned_slots(const KernelPlan &plan);
+
+/** The plan of `kernel`; the buffers named in `swizzled` get swizzle-aligned slots where
+ * they can (see the file comment and BufferPlan::swizzled). */
+KernelPlan plan_kernel(const KernelPipelines &kernel, const std::set<std::string> &swizzled = {});
 
 }  // namespace alcop
 

@@ -35,6 +35,10 @@
 
 namespace alcop {
 
+/** The bytes after which every rule repeats (8 rows of 128 bytes): slots that start on a
+ * multiple of it and span whole periods all get the same swizzled layout (PipelinePlan.h). */
+constexpr int64_t swizzle_period = 1024;
+
 /** The XOR swizzle of the 16-byte chunks of one tile's rows. */
 struct Swizzle {
     int64_t row_bytes = 0;

@@ -448,7 +448,8 @@ public:
 }  // namespace
 
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests, const Options &options,
-                      const testing::Hooks &hooks) {
+                      const testing::Hooks &hooks, const std::set<std::string> &swizzled,
+                      std::vector<SwizzleAlignedSlots> *aligned_slots) {
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
     const std::vector<FragmentLoop> fragments = analyze_fragments(s, requests);
     if (analysis.kernels.empty() && fragments.empty()) {
@@ -456,7 +457,11 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     }
     std::vector<KernelPlan> plans;
     for (const KernelPipelines &k : analysis.kernels) {
-        plans.push_back(plan_kernel(k));
+        plans.push_back(plan_kernel(k, swizzled));
+        if (aligned_slots) {
+            const std::vector<SwizzleAlignedSlots> a = swizzle_aligned_slots(plans.back());
+            aligned_slots->insert(aligned_slots->end(), a.begin(), a.end());
+        }
     }
     check_resource_limits(analysis, plans, fragments, options);
     InjectPipelines inject(analysis, plans, fragments, options, hooks);

@@ -50,17 +50,22 @@
 
 #include "directive/Requests.h"
 #include "directive/TestHooks.h"
+#include "plan/PipelinePlan.h"
 
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace alcop {
 
-/** The rewrite of `s` for explicit requests (keyed by Func name). */
-Halide::Internal::Stmt inject_pipelines(const Halide::Internal::Stmt &s,
-                                        const std::map<std::string, PipelineRequest> &requests,
-                                        const Options &options = Options(),
-                                        const testing::Hooks &hooks = testing::Hooks());
+/** The rewrite of `s` for explicit requests (keyed by Func name). The shared buffers named in
+ * `swizzled` (tensor-core operands) get slots aligned for their swizzle where the plan can
+ * (PipelinePlan.h); those slots are appended to `aligned_slots` when given. */
+Halide::Internal::Stmt
+inject_pipelines(const Halide::Internal::Stmt &s, const std::map<std::string, PipelineRequest> &requests,
+                 const Options &options = Options(), const testing::Hooks &hooks = testing::Hooks(),
+                 const std::set<std::string> &swizzled = {}, std::vector<SwizzleAlignedSlots> *aligned_slots = nullptr);
 
 }  // namespace alcop
 

@@ -95,15 +95,8 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // that builds the ldmatrix rows (it measures the tiles' strides on unswizzled indices),
     // writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
     const std::vector<TensorCoreUse> tensor_cores = analyze_tensor_cores(s, outputs, options_.target);
-    Stmt result = inject_pipelines(s, requests, options_, hooks);
-    std::vector<OperandRows> operand_rows;
-    result = rewrite_inner_products(result, tensor_cores, &operand_rows);
-    std::set<std::string> pipelined;
-    for (const auto &r : requests) {
-        if (r.second.stages > 1) pipelined.insert(r.first);
-    }
     std::vector<SwizzledBuffer> swizzled;
-    result = swizzle_operands(result, operand_rows, pipelined, &swizzled);
+    Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks, &swizzled);
     for (const SwizzledBuffer &b : swizzled) {
         debug(1) << "alcop: " << b.func << " swizzled, rows of " << b.row_bytes << " bytes, bytes [" << b.begin << ", "
                  << b.end << ")\n";
@@ -114,6 +107,24 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
         observer()(s, result, requests);
     }
     return result;
+}
+
+Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
+                                const std::vector<TensorCoreUse> &uses, const Options &options,
+                                const testing::Hooks &hooks, std::vector<SwizzledBuffer> *swizzled) {
+    std::set<std::string> operands, pipelined;
+    for (const TensorCoreUse &u : uses) {
+        operands.insert(u.a);
+        operands.insert(u.b);
+    }
+    for (const auto &r : requests) {
+        if (r.second.stages > 1) pipelined.insert(r.first);
+    }
+    std::vector<SwizzleAlignedSlots> aligned_slots;
+    Stmt result = inject_pipelines(s, requests, options, hooks, operands, &aligned_slots);
+    std::vector<OperandRows> operand_rows;
+    result = rewrite_inner_products(result, uses, &operand_rows);
+    return swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);
 }
 
 std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {

@@ -10,8 +10,10 @@
  * the launch bounds (codegen/LaunchBounds.h).
  */
 
+#include "analysis/TensorCoreAnalysis.h"
 #include "directive/Requests.h"
 #include "directive/TestHooks.h"
+#include "plan/Swizzle.h"
 #include "rewrite/InjectPipelines.h"
 
 #include <map>
@@ -26,6 +28,16 @@ std::map<std::string, PipelineRequest> collect_requests(const std::vector<Halide
 
 /** The launch bounds (alcop::min_blocks_per_sm) recorded on the same Funcs. */
 std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Internal::Function> &outputs);
+
+/** The pipelines of `s` (both levels) for `requests`, the tensor-core rewrite of the inner
+ * products of `uses`, and the swizzle of their operands' shared tiles, whose slots the plan
+ * aligned for it when they are pipelined: what LowerPipelines runs before shrinking the
+ * register tiles. Appends the swizzled tiles to `swizzled` when given. */
+Halide::Internal::Stmt pipelines_and_tensor_cores(const Halide::Internal::Stmt &s,
+                                                  const std::map<std::string, PipelineRequest> &requests,
+                                                  const std::vector<TensorCoreUse> &uses, const Options &options,
+                                                  const testing::Hooks &hooks,
+                                                  std::vector<SwizzledBuffer> *swizzled = nullptr);
 
 /** The custom lowering pass that alcop::enable() installs. */
 class LowerPipelines : public Halide::Internal::IRMutator {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <numeric>
+#include <sstream>
 
 namespace alcop {
 
@@ -23,6 +24,51 @@ struct Access {
     bool bounded = false;
     int64_t lo = 0, hi = 0;  ///< closed byte range
     std::string produced;    ///< the innermost Func being produced around it, if any
+};
+
+/** An index in a form whose bounds are constant where its value range is: a pipelined slot
+ * index, (k + d) % stages, lies in [0, stages) whatever k is, so each `% c` term of a symbol
+ * (a variable out of `scope`) becomes a variable of range [0, c) (listed in `ranges`, for
+ * the caller to bind); a buffer's field (an output's min) becomes one variable per field, a
+ * symbol whose terms cancel as the block index's do (Halide bounds such a call as
+ * unbounded). */
+class BoundableTerms : public IRMutator {
+public:
+    explicit BoundableTerms(const Scope<Interval> &scope) : scope(scope) {
+    }
+    std::vector<std::pair<std::string, Interval>> ranges;
+
+private:
+    using IRMutator::visit;
+    const Scope<Interval> &scope;
+
+    bool has_symbol(const Expr &e) const {
+        struct Symbols : IRVisitor {
+            const Scope<Interval> &scope;
+            bool found = false;
+            explicit Symbols(const Scope<Interval> &scope) : scope(scope) {
+            }
+            using IRVisitor::visit;
+            void visit(const Variable *v) override {
+                found = found || !scope.contains(v->name);
+            }
+        } symbols(scope);
+        e.accept(&symbols);
+        return symbols.found;
+    }
+    Expr visit(const Call *op) override {
+        if (op->name.rfind("_halide_buffer_get_", 0) != 0) return IRMutator::visit(op);
+        std::ostringstream field;
+        field << Expr(op);
+        return Variable::make(op->type, "alcop_field " + field.str());
+    }
+    Expr visit(const Mod *op) override {
+        const int64_t *c = as_const_int(op->b);
+        if (!c || *c <= 0 || !has_symbol(op->a)) return IRMutator::visit(op);
+        const std::string name = unique_name("alcop_slot");
+        ranges.emplace_back(name, Interval(make_zero(op->type), make_const(op->type, *c - 1)));
+        return Variable::make(op->type, name);
+    }
 };
 
 /** Every access to the kernels' shared allocations, bounded over the enclosing loops and lets. */
@@ -79,7 +125,15 @@ private:
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
             if (expr_uses_var(e, it->first)) e = Let::make(it->first, it->second, e);
         }
-        Interval i = bounds_of_expr_in_scope(simplify(substitute_in_all_lets(e)), scope);
+        BoundableTerms slot_terms(scope);
+        Expr bounded_index = slot_terms.mutate(simplify(substitute_in_all_lets(e)));
+        for (const auto &r : slot_terms.ranges) {
+            scope.push(r.first, r.second);
+        }
+        Interval i = bounds_of_expr_in_scope(bounded_index, scope);
+        for (const auto &r : slot_terms.ranges) {
+            scope.pop(r.first);
+        }
         const Expr min = i.has_lower_bound() ? simplify(i.min) : Expr(),
                    max = i.has_upper_bound() ? simplify(i.max) : Expr();
         const int64_t *lo = min.defined() ? as_const_int(min) : nullptr;
@@ -188,7 +242,7 @@ private:
 }  // namespace
 
 Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, const std::set<std::string> &pipelined,
-                      std::vector<SwizzledBuffer> *plan) {
+                      const std::vector<SwizzleAlignedSlots> &aligned_slots, std::vector<SwizzledBuffer> *plan) {
     if (operands.empty()) return s;
     CollectAccesses collect;
     s.accept(&collect);
@@ -196,9 +250,23 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
     std::map<std::string, std::string> allocation;  // operand -> its allocation
     std::set<std::string> seen;
     for (const OperandRows &o : operands) {
-        if (!seen.insert(o.func).second || pipelined.count(o.func)) continue;
+        if (!seen.insert(o.func).second) continue;
         Swizzle sw = Swizzle::for_rows(o.row_bytes);
         if (sw.is_identity()) continue;
+        // A pipelined operand's tile is all its slots, where the plan aligned them to the
+        // swizzle's period; slots only 16-byte aligned could straddle a 128-byte window.
+        const SwizzleAlignedSlots *slots = nullptr;
+        bool one_range = true;  // the loops that pipeline it agree on where its slots are
+        for (const SwizzleAlignedSlots &a : aligned_slots) {
+            if (a.func != o.func) continue;
+            one_range = one_range && (!slots || (slots->begin == a.begin && slots->end == a.end));
+            slots = &a;
+        }
+        if (!one_range) slots = nullptr;
+        if (pipelined.count(o.func) && !slots) {
+            debug(1) << "alcop swizzle: " << o.func << " is pipelined into slots not aligned for the swizzle\n";
+            continue;
+        }
         // The tile: the bytes its producer writes, one constant range in one allocation.
         std::set<std::string> allocs;
         bool bounded = true;
@@ -212,6 +280,12 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
         }
         debug(1) << "alcop swizzle: " << o.func << " rows " << o.row_bytes << " allocations " << allocs.size()
                  << " bounded " << bounded << " bytes [" << lo << ", " << hi << "]\n";
+        if (slots) {
+            // Every write lies in the slots, which then are the tile.
+            if (lo < slots->begin || hi >= slots->end) continue;
+            lo = slots->begin;
+            hi = slots->end - 1;
+        }
         if (allocs.size() != 1 || !bounded || lo % 128 != 0 || (hi + 1) % 128 != 0) continue;
         // Every other access of the allocation is inside the tile or clear of it.
         bool clean = true;

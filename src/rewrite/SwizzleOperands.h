@@ -16,12 +16,16 @@
  *  - the operand's tile has one constant byte range in the allocation made of whole 128-byte
  *    windows (the map permutes the chunks of each window, so nothing leaves the tile);
  *  - every access to the allocation is bounded and lies wholly inside or wholly outside it;
- *  - the operand is not pipelined. Slots of a pipelined operand are only 16-byte aligned
- *    (PipelinePlan.h), so a window could straddle two slots; aligning swizzled slots to
- *    1024 bytes in the plan is what would lift this.
+ *  - a pipelined operand's slots are the ones the plan aligned for the swizzle
+ *    (PipelinePlan.h: each slot whole periods of swizzle_period bytes from a multiple of
+ *    it); its tile is then all its slots, and since the map counts rows from byte 0 of the
+ *    allocation, every slot gets the same layout and every byte stays in its slot. Slots
+ *    only 16-byte aligned (the plan could not move them) are left as they are: a 128-byte
+ *    window could straddle two of them.
  * Anything else keeps its layout; the bank-conflict checker reports what that costs.
  */
 
+#include "plan/PipelinePlan.h"
 #include "plan/Swizzle.h"
 #include "rewrite/MmaInnerProduct.h"
 
@@ -31,10 +35,12 @@
 
 namespace alcop {
 
-/** Swizzles the tiles of `operands` (from rewrite_inner_products) in `s`, leaving those in
- * `pipelined` as they are; appends what it swizzled to `plan` when given. */
+/** Swizzles the tiles of `operands` (from rewrite_inner_products) in `s`; an operand in
+ * `pipelined` only where `aligned_slots` (from inject_pipelines) holds its slots. Appends
+ * what it swizzled to `plan` when given. */
 Halide::Internal::Stmt swizzle_operands(const Halide::Internal::Stmt &s, const std::vector<OperandRows> &operands,
                                         const std::set<std::string> &pipelined,
+                                        const std::vector<SwizzleAlignedSlots> &aligned_slots = {},
                                         std::vector<SwizzledBuffer> *plan = nullptr);
 
 }  // namespace alcop

@@ -111,7 +111,9 @@ struct Gemm {
                 in->dim(0).set_min(0);
                 in->dim(1).set_stride((in->dim(1).stride() / vector) * vector);
             }
-            out.output_buffer().dim(0).set_min(0);  // block tiles start at whole vectors of B
+            // Block tiles start at whole vectors of B (and of an M-major A).
+            out.output_buffer().dim(0).set_min(0);
+            out.output_buffer().dim(1).set_min(0);
         }
         if (a_m_major) A_sh.reorder_storage(m, k);
         if (b_k_major) B_sh.reorder_storage(k, n);

@@ -16,6 +16,7 @@
 #include "codegen/TensorCoreMarkers.h"
 #include "directive/Requests.h"
 #include "rewrite/MmaInnerProduct.h"
+#include "rewrite/LowerPipelines.h"
 #include "rewrite/SwizzleOperands.h"
 
 #include "TensorCoreGemm.h"
@@ -189,10 +190,12 @@ private:
                 if (op->name.find(".stride.") != std::string::npos) return make_const(op->type, 1 << 16);
                 return make_zero(op->type);
             }
-            // The host's lets (inlined) read the inputs' buffers: strides 1 << 16, mins 0,
-            // not a bounds query.
+            // The host's lets (inlined) read the inputs' buffers: strides 1 << 16, extents
+            // 1 << 12, mins 0, not a bounds query.
             Expr visit(const Call *op) override {
                 if (op->name == "_halide_buffer_get_stride") return make_const(op->type, 1 << 16);
+                // Extents large enough for every K tile a pipelined prologue prefetches.
+                if (op->name == "_halide_buffer_get_extent") return make_const(op->type, 1 << 12);
                 if (op->name == "_halide_buffer_get_min" || op->name == "_halide_buffer_is_bounds_query") {
                     return make_zero(op->type);
                 }
@@ -246,9 +249,13 @@ private:
     }
 };
 
-/** What the pass received for g, with the tensor-core rewrite applied to it alone (the later
- * steps, CompactRegisters in particular, renumber the accumulators per thread). */
-Stmt rewritten(const tc_test::Gemm &g) {
+/** What the pass received for g, with the pipelines (g.stages), the tensor-core rewrite and
+ * the operands' swizzle applied as LowerPipelines runs them (pipelines_and_tensor_cores; the
+ * later steps, CompactRegisters in particular, renumber the accumulators per thread). The
+ * copies are made as `copies` says; the `written` map of the lane-by-lane check reads them as
+ * plain stores of loads, so that check asks for synchronous ones. */
+Stmt rewritten(const tc_test::Gemm &g, alcop::CopyKind copies = alcop::CopyKind::Synchronous,
+               std::vector<alcop::SwizzledBuffer> *swizzled = nullptr) {
     Internal::Stmt before;
     alcop::set_lowering_observer(
         [&](const Stmt &b, const Stmt &, const std::map<std::string, alcop::PipelineRequest> &) { before = b; });
@@ -262,12 +269,12 @@ Stmt rewritten(const tc_test::Gemm &g) {
     for (const Func &f : p.outputs()) {
         outputs.push_back(f.function());
     }
-    // The rewrite, then the operands' swizzle, as LowerPipelines runs them (these kernels
-    // pipeline nothing).
-    std::vector<alcop::OperandRows> rows;
-    Stmt s =
-        alcop::rewrite_inner_products(before, alcop::analyze_tensor_cores(before, outputs, Target(g.target)), &rows);
-    return alcop::swizzle_operands(s, rows, {});
+    alcop::Options options;
+    options.target = Target(g.target);
+    options.copies = copies;
+    return alcop::pipelines_and_tensor_cores(before, alcop::collect_requests(outputs),
+                                             alcop::analyze_tensor_cores(before, outputs, Target(g.target)), options,
+                                             alcop::testing::Hooks(), swizzled);
 }
 
 void check(const tc_test::Gemm &g) {
@@ -283,7 +290,9 @@ void check(const tc_test::Gemm &g) {
     // What the copies put where: every element of the A and B tiles, once.
     EvaluateCopies copies({"A_sh", "B_sh"});
     after.accept(&copies);
-    EXPECT_EQ((int64_t)copies.written.size(), (int64_t)g.tile_k * (g.block_m + g.block_n));
+    // Pipelined, the first K tiles each in its slot: the prologue's stages - 1 and the
+    // first iteration's prefetch.
+    EXPECT_EQ((int64_t)copies.written.size(), (int64_t)g.stages * g.tile_k * (g.block_m + g.block_n));
     // The element of the input a lane receives: A(k, m) as (m, k), B(n, k) as (k, n), the
     // order of the mma fragment tables; (-1, -1) where no copy wrote (or the other input).
     auto element = [&](int64_t address, bool is_a) {
@@ -360,6 +369,20 @@ TEST(TensorCoreFragments, EveryLaneHoldsWhatMmaExpects) {
     }
 }
 
+// Pipelined operands: the copies write 3 slots (swizzled, PipelinePlan.h aligns them), the
+// first iteration's ldmatrix rows read slot 0.
+TEST(TensorCoreFragments, PipelinedSlots) {
+    for (bool a_m_major : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major);
+        tc_test::Gemm g;
+        g.a_m_major = a_m_major;
+        g.b_k_major = a_m_major;
+        g.stages = 3;
+        g.vector = 8;
+        check(g);
+    }
+}
+
 // The shared accesses of the rewritten kernel, counted by find_bank_conflicts. Unswizzled,
 // A's and B's rows (64 bytes for A: tile_k = 32 halves; 128 bytes for B: block_n = 64 halves)
 // put the 8 row addresses of an ldmatrix phase into few 16-byte bank groups: 4 x 12 + 4 x 28
@@ -388,6 +411,52 @@ TEST(TensorCoreBankConflicts, SwizzledSlotsAreConflictFree) {
         EXPECT_EQ(conflicts, 0);
         std::printf("vector %d: %d ldmatrix.x4 and %d copy stores per chunk, %d bank conflicts in all (swizzled)\n",
                     vector, ldmatrix, stores, conflicts);
+    }
+}
+
+// The pipelined kernel (3 stages, 16-byte cp.async copies, each operand in either layout):
+// the plan aligns the operands' slots to the swizzle's period, so both are swizzled, all their
+// slots, and every ldmatrix row and cp.async store of the kernel (prologue and loop) is
+// conflict-free.
+TEST(TensorCoreBankConflicts, PipelinedSlotsAreConflictFree) {
+    for (bool a_m_major : {false, true}) {
+        for (bool b_k_major : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major << " b_k_major " << b_k_major);
+            tc_test::Gemm g;
+            g.a_m_major = a_m_major;
+            g.b_k_major = b_k_major;
+            g.stages = 3;
+            g.vector = 8;
+            std::vector<alcop::SwizzledBuffer> swizzled;
+            const Stmt s = rewritten(g, alcop::CopyKind::Async, &swizzled);
+            ASSERT_EQ(swizzled.size(), 2u);
+            for (const alcop::SwizzledBuffer &b : swizzled) {
+                const int64_t tile = 2 * g.tile_k * (b.func.rfind("A_sh", 0) == 0 ? g.block_m : g.block_n);
+                EXPECT_EQ(b.begin % alcop::swizzle_period, 0) << b.func;
+                EXPECT_EQ(b.end - b.begin, g.stages * tile) << b.func;  // all the slots
+            }
+            int ldmatrix = 0, copies = 0, conflicts = 0, unanalyzed = 0;
+            for (const auto &k : alcop::find_bank_conflicts(s)) {
+                unanalyzed += k.unanalyzed;
+                for (const auto &a : k.accesses) {
+                    if (!a.is_ldmatrix && !a.is_store) continue;
+                    (a.is_ldmatrix ? ldmatrix : copies)++;
+                    EXPECT_TRUE(a.is_ldmatrix || a.access_bytes == 16) << a.buffer;
+                    conflicts += a.cost.conflicts();
+                    if (a.cost.conflicts()) {
+                        std::printf("%s %s: %d conflicts over %d phases\n",
+                                    a.is_ldmatrix ? "ldmatrix row address" : "store", a.buffer.c_str(),
+                                    a.cost.conflicts(), a.cost.phases);
+                    }
+                }
+            }
+            EXPECT_EQ(ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
+            EXPECT_EQ(copies, 2 * g.stages);  // one 16-byte store per operand and step, in a loop
+            EXPECT_EQ(unanalyzed, 0);
+            EXPECT_EQ(conflicts, 0);
+            std::printf("a_m_major=%d b_k_major=%d, 3 stages: %d ldmatrix.x4, %d cp.async stores, %d bank conflicts\n",
+                        a_m_major, b_k_major, ldmatrix, copies, conflicts);
+        }
     }
 }
 

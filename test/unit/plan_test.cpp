@@ -1,6 +1,7 @@
 // The slot layout, on plain numbers.
 
 #include "plan/PipelinePlan.h"
+#include "plan/Swizzle.h"
 
 #include <gtest/gtest.h>
 
@@ -56,6 +57,40 @@ TEST(Plan, SlotsAreAlignedAndKeepTheTileResidue) {
     EXPECT_EQ(b[1].slot_bytes, 64);
     EXPECT_GE(b[1].base, b[0].base + 3 * b[0].slot_bytes);
     EXPECT_EQ(b[1].base % slot_alignment, 136 % slot_alignment);
+}
+
+// Tensor-core operands (swizzled): their slots start on multiples of the swizzle's period and
+// span whole periods, so every slot has the same swizzled layout and no 128-byte window
+// straddles two slots; the other buffers keep 16-byte slots. A tile not at a multiple of 16
+// bytes, or slots appended after data of unknown size, cannot move by whole periods: ordinary
+// slots, not swizzled.
+TEST(Plan, SwizzledOperandsGetPeriodAlignedSlots) {
+    // A: 64 x 32 halves (4096 bytes); B: 1200 bytes; C: 100 bytes, not swizzled.
+    KernelPlan p = plan_kernel(kernel({{{"C", 2, 0, 100}, {"A", 3, 112, 4208}, {"B", 2, 4208, 5408}}}), {"A", "B"});
+    const auto &b = p.loops[0].buffers;
+    EXPECT_FALSE(b[0].swizzled);
+    EXPECT_EQ(b[0].slot_bytes, 112);
+    for (int i : {1, 2}) {
+        EXPECT_TRUE(b[i].swizzled) << b[i].func;
+        EXPECT_EQ(b[i].base % swizzle_period, 0) << b[i].func;
+        EXPECT_EQ(b[i].slot_bytes % swizzle_period, 0) << b[i].func;
+    }
+    EXPECT_EQ(b[1].slot_bytes, 4096);
+    EXPECT_EQ(b[2].slot_bytes, 2048);  // 1200 rounded up to whole periods
+    EXPECT_GE(b[1].base, 2 * 112);
+    EXPECT_GE(b[2].base, b[1].base + 3 * 4096);
+    const std::vector<SwizzleAlignedSlots> slots = swizzle_aligned_slots(p);
+    ASSERT_EQ(slots.size(), 2u);
+    EXPECT_EQ(slots[0].func, "A");
+    EXPECT_EQ(slots[0].begin, b[1].base);
+    EXPECT_EQ(slots[0].end, b[1].base + 3 * 4096);
+
+    KernelPlan odd = plan_kernel(kernel({{{"A", 3, 36, 4132}}}), {"A"});
+    EXPECT_FALSE(odd.loops[0].buffers[0].swizzled);
+    EXPECT_EQ(odd.loops[0].buffers[0].base % slot_alignment, 36 % slot_alignment);
+    KernelPlan appended = plan_kernel(kernel({{{"A", 2, 0, 4096}}}, true), {"A"});
+    EXPECT_FALSE(appended.loops[0].buffers[0].swizzled);
+    EXPECT_TRUE(swizzle_aligned_slots(appended).empty());
 }
 
 TEST(Plan, AppendsAfterOldDataWhenOtherBuffersShareTheAllocation) {
