@@ -357,16 +357,41 @@ void check(const tc_test::Gemm &g) {
                 g.a_m_major, g.b_k_major, markers.mmas.size(), markers.loads.size(), errors);
 }
 
-TEST(TensorCoreFragments, EveryLaneHoldsWhatMmaExpects) {
+/** `test` on the GEMM `g` with each operand in either layout. */
+void for_each_layout(tc_test::Gemm g, const std::function<void(const tc_test::Gemm &)> &test) {
     for (bool a_m_major : {false, true}) {
         for (bool b_k_major : {false, true}) {
             SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major << " b_k_major " << b_k_major);
-            tc_test::Gemm g;
             g.a_m_major = a_m_major;
             g.b_k_major = b_k_major;
-            check(g);
+            test(g);
         }
     }
+}
+
+/** The bank conflicts of the ldmatrix rows and the copies' stores of a rewritten kernel. */
+struct OperandAccesses {
+    int ldmatrix = 0, stores = 0, conflicts = 0, unanalyzed = 0;
+    std::set<int> store_bytes;
+};
+OperandAccesses operand_accesses(const Stmt &s) {
+    OperandAccesses r;
+    for (const auto &k : alcop::find_bank_conflicts(s)) {
+        r.unanalyzed += k.unanalyzed;
+        for (const auto &a : k.accesses) {
+            if (!a.is_ldmatrix && !a.is_store) continue;
+            (a.is_ldmatrix ? r.ldmatrix : r.stores)++;
+            if (a.is_store) r.store_bytes.insert(a.access_bytes);
+            r.conflicts += a.cost.conflicts();
+            std::printf("%s %s: %d conflicts over %d phases\n", a.is_ldmatrix ? "ldmatrix row address" : "store",
+                        a.buffer.c_str(), a.cost.conflicts(), a.cost.phases);
+        }
+    }
+    return r;
+}
+
+TEST(TensorCoreFragments, EveryLaneHoldsWhatMmaExpects) {
+    for_each_layout(tc_test::Gemm(), check);
 }
 
 // Pipelined operands: the copies write 3 slots (swizzled, PipelinePlan.h aligns them), the
@@ -393,24 +418,13 @@ TEST(TensorCoreBankConflicts, SwizzledSlotsAreConflictFree) {
         SCOPED_TRACE(::testing::Message() << "vector " << vector);
         tc_test::Gemm g;
         g.vector = vector;
-        const std::vector<alcop::KernelBankConflicts> kernels = alcop::find_bank_conflicts(rewritten(g));
-        int ldmatrix = 0, stores = 0, conflicts = 0, unanalyzed = 0;
-        for (const auto &k : kernels) {
-            unanalyzed += k.unanalyzed;
-            for (const auto &a : k.accesses) {
-                if (!a.is_ldmatrix && !a.is_store) continue;
-                (a.is_ldmatrix ? ldmatrix : stores)++;
-                conflicts += a.cost.conflicts();
-                std::printf("%s %s: %d conflicts over %d phases\n", a.is_ldmatrix ? "ldmatrix row address" : "store",
-                            a.buffer.c_str(), a.cost.conflicts(), a.cost.phases);
-            }
-        }
-        EXPECT_EQ(ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
-        EXPECT_GT(stores, 0);
-        EXPECT_EQ(unanalyzed, 0);
-        EXPECT_EQ(conflicts, 0);
+        const OperandAccesses a = operand_accesses(rewritten(g));
+        EXPECT_EQ(a.ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
+        EXPECT_GT(a.stores, 0);
+        EXPECT_EQ(a.unanalyzed, 0);
+        EXPECT_EQ(a.conflicts, 0);
         std::printf("vector %d: %d ldmatrix.x4 and %d copy stores per chunk, %d bank conflicts in all (swizzled)\n",
-                    vector, ldmatrix, stores, conflicts);
+                    vector, a.ldmatrix, a.stores, a.conflicts);
     }
 }
 
@@ -419,45 +433,27 @@ TEST(TensorCoreBankConflicts, SwizzledSlotsAreConflictFree) {
 // slots, and every ldmatrix row and cp.async store of the kernel (prologue and loop) is
 // conflict-free.
 TEST(TensorCoreBankConflicts, PipelinedSlotsAreConflictFree) {
-    for (bool a_m_major : {false, true}) {
-        for (bool b_k_major : {false, true}) {
-            SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major << " b_k_major " << b_k_major);
-            tc_test::Gemm g;
-            g.a_m_major = a_m_major;
-            g.b_k_major = b_k_major;
-            g.stages = 3;
-            g.vector = 8;
-            std::vector<alcop::SwizzledBuffer> swizzled;
-            const Stmt s = rewritten(g, alcop::CopyKind::Async, &swizzled);
-            ASSERT_EQ(swizzled.size(), 2u);
-            for (const alcop::SwizzledBuffer &b : swizzled) {
-                const int64_t tile = 2 * g.tile_k * (b.func.rfind("A_sh", 0) == 0 ? g.block_m : g.block_n);
-                EXPECT_EQ(b.begin % alcop::swizzle_period, 0) << b.func;
-                EXPECT_EQ(b.end - b.begin, g.stages * tile) << b.func;  // all the slots
-            }
-            int ldmatrix = 0, copies = 0, conflicts = 0, unanalyzed = 0;
-            for (const auto &k : alcop::find_bank_conflicts(s)) {
-                unanalyzed += k.unanalyzed;
-                for (const auto &a : k.accesses) {
-                    if (!a.is_ldmatrix && !a.is_store) continue;
-                    (a.is_ldmatrix ? ldmatrix : copies)++;
-                    EXPECT_TRUE(a.is_ldmatrix || a.access_bytes == 16) << a.buffer;
-                    conflicts += a.cost.conflicts();
-                    if (a.cost.conflicts()) {
-                        std::printf("%s %s: %d conflicts over %d phases\n",
-                                    a.is_ldmatrix ? "ldmatrix row address" : "store", a.buffer.c_str(),
-                                    a.cost.conflicts(), a.cost.phases);
-                    }
-                }
-            }
-            EXPECT_EQ(ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
-            EXPECT_EQ(copies, 2 * g.stages);  // one 16-byte store per operand and step, in a loop
-            EXPECT_EQ(unanalyzed, 0);
-            EXPECT_EQ(conflicts, 0);
-            std::printf("a_m_major=%d b_k_major=%d, 3 stages: %d ldmatrix.x4, %d cp.async stores, %d bank conflicts\n",
-                        a_m_major, b_k_major, ldmatrix, copies, conflicts);
+    tc_test::Gemm pipelined;
+    pipelined.stages = 3;
+    pipelined.vector = 8;
+    for_each_layout(pipelined, [](const tc_test::Gemm &g) {
+        std::vector<alcop::SwizzledBuffer> swizzled;
+        const Stmt s = rewritten(g, alcop::CopyKind::Async, &swizzled);
+        ASSERT_EQ(swizzled.size(), 2u);
+        for (const alcop::SwizzledBuffer &b : swizzled) {
+            const int64_t tile = 2 * g.tile_k * (b.func.rfind("A_sh", 0) == 0 ? g.block_m : g.block_n);
+            EXPECT_EQ(b.begin % alcop::swizzle_period, 0) << b.func;
+            EXPECT_EQ(b.end - b.begin, g.stages * tile) << b.func;  // all the slots
         }
-    }
+        const OperandAccesses a = operand_accesses(s);
+        EXPECT_EQ(a.ldmatrix, (g.tile_k / 16) * (g.warp_m / 16 + g.warp_n / 16));
+        EXPECT_EQ(a.stores, 2 * g.stages);  // one 16-byte cp.async per operand and step, in a loop
+        EXPECT_EQ(a.store_bytes, std::set<int>{16});
+        EXPECT_EQ(a.unanalyzed, 0);
+        EXPECT_EQ(a.conflicts, 0);
+        std::printf("a_m_major=%d b_k_major=%d, 3 stages: %d ldmatrix.x4, %d cp.async stores, %d bank conflicts\n",
+                    g.a_m_major, g.b_k_major, a.ldmatrix, a.stores, a.conflicts);
+    });
 }
 
 TEST(TensorCoreFragments, VectorCopiesIntoSwizzledTiles) {
