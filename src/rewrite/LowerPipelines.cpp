@@ -113,17 +113,33 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
                                 const std::vector<TensorCoreUse> &uses, const Options &options,
                                 const testing::Hooks &hooks, std::vector<SwizzledBuffer> *swizzled) {
     std::set<std::string> operands, pipelined;
+    // Register stages asked of a tensor-core accumulator are its fragments' (the inner-product
+    // rewrite builds them), not a register-level pipeline of its own.
+    std::map<std::string, PipelineRequest> pipelines = requests;
+    std::map<std::string, int> register_stages;
+    for (const auto &r : pipelines) {
+        if (r.second.stages > 1 && r.second.level == Level::Shared) pipelined.insert(r.first);
+    }
     for (const TensorCoreUse &u : uses) {
         operands.insert(u.a);
         operands.insert(u.b);
-    }
-    for (const auto &r : requests) {
-        if (r.second.stages > 1) pipelined.insert(r.first);
+        auto r = pipelines.find(u.accumulator);
+        if (r != pipelines.end() && r->second.level == Level::Register) {
+            // The next chunk's first fragments are read while the current chunk's are in use:
+            // only a slot of a shared-level pipeline holds it then.
+            user_assert(r->second.stages < 2 || (pipelined.count(u.a) && pipelined.count(u.b)))
+                << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second.stages
+                << ", Level::Register): the register stages of tensor-core fragments prefetch across the chunks of "
+                << "a shared-level pipeline of both operands; pipeline " << user_name(u.a) << " and " << user_name(u.b)
+                << " too (alcop::pipeline(f, stages) with stages >= 2).\n";
+            register_stages[u.accumulator] = r->second.stages;
+            pipelines.erase(r);
+        }
     }
     std::vector<SwizzleAlignedSlots> aligned_slots;
-    Stmt result = inject_pipelines(s, requests, options, hooks, operands, &aligned_slots);
+    Stmt result = inject_pipelines(s, pipelines, options, hooks, operands, &aligned_slots);
     std::vector<OperandRows> operand_rows;
-    result = rewrite_inner_products(result, uses, &operand_rows);
+    result = rewrite_inner_products(result, uses, &operand_rows, register_stages);
     return swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);
 }
 

@@ -3,7 +3,9 @@
 #include "Error.h"
 #include "analysis/PipelineAnalysis.h"
 #include "codegen/TensorCoreMarkers.h"
+#include "copy/CopyLowering.h"
 
+#include <functional>
 #include <map>
 
 namespace alcop {
@@ -73,6 +75,19 @@ int64_t evaluate(const Expr &e, const std::map<std::string, Expr> &values) {
     return *v;
 }
 
+/** A streaming loop of the shared pipeline whose last consumer is a tensor-core inner product
+ * with register stages: where its fragments are prefetched from, and what it moves. */
+struct StreamingLoop {
+    const For *loop = nullptr;
+    /** The body's statements after its consumers: what makes tile k + 1 visible (the wait,
+     * the barrier). They move into the K steps, before the first load of tile k + 1. */
+    std::vector<Stmt> publish;
+    bool moved = false;
+    Stmt prologue;          ///< the fragments of tile `min`'s first steps, before the loop
+    std::string registers;  ///< the fragment registers, R slots
+    int register_count = 0;
+};
+
 struct Update {
     Expr index;         // of the accumulator element
     const Load *a, *b;  // the operands' loads
@@ -81,14 +96,71 @@ struct Update {
 
 class RewriteInnerProducts : public IRMutator {
 public:
-    RewriteInnerProducts(const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows)
-        : uses(uses), rows(rows) {
+    RewriteInnerProducts(const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows,
+                         const std::map<std::string, int> &register_stages)
+        : uses(uses), rows(rows), register_stages(register_stages) {
     }
 
 private:
     using IRMutator::visit;
     const std::vector<TensorCoreUse> &uses;
     std::vector<OperandRows> *rows;
+    const std::map<std::string, int> &register_stages;
+    std::vector<StreamingLoop> streaming;  // the streaming loops around the node visited
+    int conditions = 0;                    // ifs between the innermost streaming loop and the node
+
+    Stmt visit(const IfThenElse *op) override {
+        conditions++;
+        Stmt s = IRMutator::visit(op);
+        conditions--;
+        return s;
+    }
+
+    int stages_of(const TensorCoreUse &use) const {
+        auto it = register_stages.find(use.accumulator);
+        return it == register_stages.end() ? 1 : it->second;
+    }
+
+    /** A serial loop inside the thread loops whose body ends in a barrier after the inner
+     * product of a use with register stages: the streaming loop of its shared pipeline. */
+    std::optional<StreamingLoop> streaming_loop(const For *op) const {
+        Stmt body = op->body;
+        while (const LetStmt *l = body.as<LetStmt>()) {
+            body = l->body;
+        }
+        std::vector<Stmt> stmts;
+        cut_loop_body(body, {}, stmts);
+        for (const TensorCoreUse &u : uses) {
+            if (stages_of(u) < 2) continue;
+            int last = -1;
+            for (size_t i = 0; i < stmts.size(); i++) {
+                if (updates(stmts[i], u.accumulator)) last = (int)i;
+            }
+            if (last < 0 || last + 1 >= (int)stmts.size() || !is_barrier(stmts.back())) continue;
+            StreamingLoop l;
+            l.loop = op;
+            l.publish.assign(stmts.begin() + last + 1, stmts.end());
+            return l;
+        }
+        return std::nullopt;
+    }
+
+    /** The streaming loop, its publishing statements moved into the K steps: the fragment
+     * registers around it, the register prologue just before it (after the shared prologue's
+     * wait and barrier). */
+    Stmt streaming_rewrite(const For *op, const StreamingLoop &l, const Stmt &body) {
+        // Drop the publishing statements, the last of the (let-wrapped) body.
+        std::function<Stmt(const Stmt &)> drop = [&](const Stmt &s) -> Stmt {
+            if (const LetStmt *let = s.as<LetStmt>()) return LetStmt::make(let->name, let->value, drop(let->body));
+            std::vector<Stmt> stmts;
+            cut_loop_body(s, {}, stmts);
+            internal_assert(stmts.size() > l.publish.size());
+            stmts.resize(stmts.size() - l.publish.size());
+            return Block::make(stmts);
+        };
+        Stmt loop = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, drop(body));
+        return with_registers(l.registers, UInt(32), l.register_count, Block::make(l.prologue, loop));
+    }
     std::vector<const For *> threads;
     std::vector<std::pair<std::string, Expr>> enclosing;  // the lets around the node visited
 
@@ -119,6 +191,17 @@ private:
                 if (u.width > 0 && updates(op->body, u.accumulator) && !loop_inside_updates(op->body, u.accumulator)) {
                     return rewrite(op, u);
                 }
+            }
+            if (std::optional<StreamingLoop> l = streaming_loop(op)) {
+                const int outer_conditions = conditions;
+                conditions = 0;
+                streaming.push_back(*l);
+                Stmt body = mutate(op->body);
+                StreamingLoop done = streaming.back();
+                streaming.pop_back();
+                conditions = outer_conditions;
+                return done.moved ? streaming_rewrite(op, done, body) :
+                                    For::make(op->name, op->min, op->extent, op->for_type, op->device_api, body);
             }
         }
         return IRMutator::visit(op);
@@ -210,17 +293,87 @@ private:
 
         const int64_t *extent = as_const_int(loop->extent);
         internal_assert(extent && *extent % 16 == 0);
+        const int steps = (int)(*extent / 16), stages = stages_of(use);
+        auto fragments_of = [&](int ks) { return fragments(loop, use, lane, ks, first, a_k, a_m, b_k, b_n); };
         std::vector<Stmt> k_steps;
-        for (int ks = 0; ks < *extent / 16; ks++) {
-            k_steps.push_back(k_step(loop, use, lane, ks, by_position, first, a_k, a_m, b_k, b_n, acc_buffer));
+        if (stages < 2) {
+            for (int ks = 0; ks < steps; ks++) {
+                const Fragments f = fragments_of(ks);
+                Stmt step = mma_step(use, f, by_position, acc_buffer);
+                for (auto it = f.lets.rbegin(); it != f.lets.rend(); ++it) {
+                    step = LetStmt::make(it->first, it->second, step);
+                }
+                k_steps.push_back(step);
+            }
+            return Block::make(k_steps);
         }
+        user_assert(steps % stages == 0 && stages <= steps)
+            << "alcop::pipeline(" << user_name(use.accumulator) << ", " << stages << ", Level::Register): the "
+            << "tensor-core fragments of " << user_name(use.accumulator) << " come in " << steps
+            << " k steps of 16 per chunk, which " << stages << " register stages do not divide.\n";
+        user_assert(!streaming.empty() && conditions == 0)
+            << "alcop::pipeline(" << user_name(use.accumulator) << ", " << stages << ", Level::Register): the "
+            << "register stages of tensor-core fragments prefetch across the chunks of a shared-level pipeline; "
+            << user_name(use.accumulator) << "'s inner product is not the unconditional last consumer of one.\n";
+        // Register stages: step s loads the fragments of step s + stages - 1 into its slot
+        // before the mma of step s, which reads slot s % stages; the last steps load the first
+        // ones of the next chunk, after the publishing wait and barrier.
+        StreamingLoop &stream = streaming.back();
+        const std::string &ko = stream.loop->name;
+        Expr next = Variable::make(Int(32), ko) + 1;
+        const Expr end = stream.loop->min + stream.loop->extent;
+        stream.registers = unique_name("tc_fragments");
+        int per_slot = 0;
+        auto store = [&](const Fragments &f, int slot, const std::map<std::string, Expr> &chunk) {
+            per_slot = (int)f.lets.size();
+            std::vector<Stmt> stores;
+            for (size_t i = 0; i < f.lets.size(); i++) {
+                stores.push_back(Store::make(stream.registers, substitute(chunk, f.lets[i].second),
+                                             slot * per_slot + (int)i, Parameter(), const_true(), ModulusRemainder()));
+            }
+            return Block::make(stores);
+        };
+        for (int s = 0; s < steps; s++) {
+            std::vector<Stmt> parts;
+            const int t = s + stages - 1, slot = t % stages;
+            if (t < steps) {
+                parts.push_back(store(fragments_of(t), slot, {}));
+            } else {
+                if (t == steps) parts.insert(parts.end(), stream.publish.begin(), stream.publish.end());
+                parts.push_back(IfThenElse::make(next < end, store(fragments_of(t - steps), slot, {{ko, next}})));
+            }
+            // The mma markers read the slot through lets, as without register stages: the four
+            // calls of one mma must share their operand values (TensorCoreMarkers.h).
+            const Fragments f = fragments_of(s);
+            Stmt mma = mma_step(use, f, by_position, acc_buffer);
+            for (int i = (int)f.lets.size() - 1; i >= 0; i--) {
+                mma = LetStmt::make(f.lets[i].first,
+                                    Load::make(UInt(32), stream.registers, (s % stages) * (int)f.lets.size() + i,
+                                               Buffer<>(), Parameter(), const_true(), ModulusRemainder()),
+                                    mma);
+            }
+            parts.push_back(mma);
+            k_steps.push_back(Block::make(parts));
+        }
+        std::vector<Stmt> prologue;
+        for (int t = 0; t + 1 < stages; t++) {
+            prologue.push_back(store(fragments_of(t), t, {{ko, stream.loop->min}}));
+        }
+        stream.prologue = IfThenElse::make(0 < stream.loop->extent, Block::make(prologue));
+        stream.register_count = stages * per_slot;
+        stream.moved = true;
         return Block::make(k_steps);
     }
 
-    /** One 16-wide step ks of the K loop: the operands' indices at lane 0, row 0, column 16 ks. */
-    Stmt k_step(const For *loop, const TensorCoreUse &use, const std::string &lane, int ks,
-                const std::map<std::tuple<int, int, int, int>, const Update *> &by_position, const Update &first,
-                int64_t a_k, int64_t a_m, int64_t b_k, int64_t b_n, const std::string &acc_buffer) {
+    /** The ldmatrix registers of the 16-wide step ks of the K loop (the operands' indices at
+     * lane 0, row 0, column 16 ks): named calls, A's per 16-row tile j, B's per pair of 8-column
+     * tiles, in that order. */
+    struct Fragments {
+        std::vector<std::pair<std::string, Expr>> lets;
+        std::vector<std::vector<std::string>> a_regs, b_regs;
+    };
+    Fragments fragments(const For *loop, const TensorCoreUse &use, const std::string &lane, int ks, const Update &first,
+                        int64_t a_k, int64_t a_m, int64_t b_k, int64_t b_n) {
         const std::string &k = loop->name;
         const bool a_trans = a_k != 1, b_trans = b_k != 1;
         const int tiles_m = use.tile.warp_m / 16, tiles_n = use.tile.warp_n / 8;
@@ -238,7 +391,8 @@ private:
         Expr base_b = simplify(substitute(at_base, ib));
         Expr r = lane_var % 8, q = lane_var / 8;
 
-        std::vector<std::pair<std::string, Expr>> lets;
+        Fragments result;
+        auto &lets = result.lets;
         auto ldmatrix = [&](const Load *like, const Expr &row, int64_t along, bool trans, const std::string &prefix) {
             std::vector<std::string> names;
             std::vector<Expr> elements;
@@ -256,7 +410,7 @@ private:
             return names;
         };
         // A: matrix q of tile j holds rows m in 16 j + 8 (q % 2) + [0, 8), k in 8 (q / 2) + [0, 8).
-        std::vector<std::vector<std::string>> a_regs, b_regs;
+        auto &a_regs = result.a_regs, &b_regs = result.b_regs;
         for (int j = 0; j < tiles_m; j++) {
             Expr m_off, k_off;
             if (!a_trans) {
@@ -278,6 +432,16 @@ private:
             Expr row = base_b + n_off * (int)b_n + k_off * (int)b_k;
             b_regs.push_back(ldmatrix(first.b, row, b_trans ? b_n : b_k, b_trans, "tc_b"));
         }
+        return result;
+    }
+
+    /** The mma.sync markers of one K step, reading the fragment registers as the variables
+     * `f` names (its lets, or lets of the register slots). */
+    Stmt mma_step(const TensorCoreUse &use, const Fragments &f,
+                  const std::map<std::tuple<int, int, int, int>, const Update *> &by_position,
+                  const std::string &acc_buffer) {
+        const int tiles_m = use.tile.warp_m / 16, tiles_n = use.tile.warp_n / 8;
+        const auto &a_regs = f.a_regs, &b_regs = f.b_regs;
         // One mma per (j, i): c_q is the accumulator (e, h) = (q % 2, q / 2) of tile (i, j).
         const char *mma = use.element.is_bfloat() ? mma_bf16_name : mma_f16_name;
         std::vector<Stmt> steps;
@@ -313,19 +477,16 @@ private:
                 steps.push_back(s);
             }
         }
-        Stmt step = Block::make(steps);
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-            step = LetStmt::make(it->first, it->second, step);
-        }
-        return step;
+        return Block::make(steps);
     }
 };
 
 }  // namespace
 
-Stmt rewrite_inner_products(const Stmt &s, const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows) {
+Stmt rewrite_inner_products(const Stmt &s, const std::vector<TensorCoreUse> &uses, std::vector<OperandRows> *rows,
+                            const std::map<std::string, int> &register_stages) {
     if (uses.empty()) return s;
-    return RewriteInnerProducts(uses, rows).mutate(s);
+    return RewriteInnerProducts(uses, rows, register_stages).mutate(s);
 }
 
 }  // namespace alcop

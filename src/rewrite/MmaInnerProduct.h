@@ -16,10 +16,19 @@
  * strides measured lane by lane, so the rewrite reads the same shared tile the copies wrote
  * (up to the slot offsets the pipeline rewrite adds afterwards). Lane L gives the row of
  * matrix L / 8, row L % 8, of each ldmatrix.x4 (TensorCoreMarkers.h).
+ *
+ * With register stages R (alcop::pipeline(P, R, Level::Register) on the accumulator) the
+ * ldmatrix results go to R slots of per-thread fragment registers instead: step s loads step
+ * s + R - 1 before its mma, the last steps load the next chunk's first ones (from slot
+ * ko + 1 of the shared pipeline, guarded) after the streaming loop's wait and barrier, which
+ * move there from the end of its body, and a register prologue follows the shared one. It
+ * assumes the shared pipeline of both operands (LowerPipelines checks it) and that the inner
+ * product is the unconditional last consumer of the streaming loop (a user error otherwise).
  */
 
 #include "analysis/TensorCoreAnalysis.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,9 +42,13 @@ struct OperandRows {
 };
 
 /** Rewrites the inner product of each use in `s`; appends the rows of the operands it
- * rewrote to `rows` when given (what the swizzle of the operands needs). */
+ * rewrote to `rows` when given (what the swizzle of the operands needs). `register_stages`
+ * (per accumulator, alcop::pipeline(P, R, Level::Register)): the fragments of step s + R - 1
+ * are loaded before the mma of step s, across the chunks of the shared pipeline around the
+ * inner product (see docs/tensor-cores.md, "Register stages of the fragments"). */
 Halide::Internal::Stmt rewrite_inner_products(const Halide::Internal::Stmt &s, const std::vector<TensorCoreUse> &uses,
-                                              std::vector<OperandRows> *rows = nullptr);
+                                              std::vector<OperandRows> *rows = nullptr,
+                                              const std::map<std::string, int> &register_stages = {});
 
 }  // namespace alcop
 

@@ -31,8 +31,9 @@ struct Gemm {
     enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
-    int stages = 1;  // alcop::pipeline of A_sh and B_sh
-    int vector = 1;  // elements per copy (8: 16 bytes, what cp.async copies)
+    int stages = 1;           // alcop::pipeline of A_sh and B_sh
+    int register_stages = 1;  // alcop::pipeline(prod, register_stages, Level::Register): the fragments
+    int vector = 1;           // elements per copy (8: 16 bytes, what cp.async copies)
 
     /** The pipeline (alcop::enable not yet called) and its arguments; may throw CompileError. */
     Pipeline build(std::vector<Argument> *args) const {
@@ -123,6 +124,7 @@ struct Gemm {
             alcop::pipeline(A_sh, stages);
             alcop::pipeline(B_sh, stages);
         }
+        if (register_stages > 1) alcop::pipeline(prod, register_stages, alcop::Level::Register);
         *args = {A, B};
         return Pipeline(out);
     }

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,15 +46,47 @@ struct Mma {
     Expr c;                         // the accumulator index it stores, lets inlined
 };
 
-/** The markers of the rewritten kernel, in program order. */
+/** The markers of the rewritten kernel, in program order. With register stages the ldmatrix
+ * results are stored into fragment registers and each mma's operands are lets of those
+ * registers: a let then stands for the ldmatrix last stored (in program order) into the
+ * register it reads. The stores inside the streaming loop under a guard load the next chunk's
+ * first step (`next_chunk`, by register). */
 class Collect : public IRVisitor {
 public:
     std::vector<std::pair<std::string, Ldmatrix>> loads;
     std::vector<Mma> mmas;
+    std::vector<std::pair<int, Ldmatrix>> next_chunk;
 
 private:
     using IRVisitor::visit;
     std::vector<std::pair<std::string, Expr>> lets;
+    std::map<int, Ldmatrix> registers;
+    int serial_loops = 0, guards = 0;
+
+    static bool is_ldmatrix(const Call *c) {
+        return c && (c->name == alcop::ldmatrix_name || c->name == alcop::ldmatrix_trans_name);
+    }
+    Ldmatrix ldmatrix(const Call *c) const {
+        const Load *e0 = c->args[1].as<Load>();
+        EXPECT_NE(e0, nullptr);
+        return {c->name == alcop::ldmatrix_trans_name, (int)*as_const_int(c->args[0]),
+                e0 ? inlined(e0->index) : Expr()};
+    }
+    void visit(const For *op) override {
+        // Guards count from the innermost serial loop in.
+        const bool serial = op->for_type == ForType::Serial;
+        const int outer_guards = guards;
+        serial_loops += serial;
+        guards = serial ? 0 : guards;
+        IRVisitor::visit(op);
+        serial_loops -= serial;
+        guards = outer_guards;
+    }
+    void visit(const IfThenElse *op) override {
+        guards++;
+        IRVisitor::visit(op);
+        guards--;
+    }
 
     Expr inlined(Expr e) const {
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
@@ -64,12 +97,11 @@ private:
 
     void visit(const LetStmt *op) override {
         const Call *c = op->value.as<Call>();
-        if (c && (c->name == alcop::ldmatrix_name || c->name == alcop::ldmatrix_trans_name)) {
-            const Load *e0 = c->args[1].as<Load>();
-            ASSERT_NE(e0, nullptr);
-            loads.push_back(
-                {op->name,
-                 {c->name == alcop::ldmatrix_trans_name, (int)*as_const_int(c->args[0]), inlined(e0->index)}});
+        const Load *slot = op->value.as<Load>();
+        if (is_ldmatrix(c)) {
+            loads.push_back({op->name, ldmatrix(c)});
+        } else if (slot && slot->name.rfind("tc_fragments", 0) == 0) {
+            loads.push_back({op->name, registers.at((int)*as_const_int(slot->index))});
         }
         lets.emplace_back(op->name, op->value);
         op->body.accept(this);
@@ -78,6 +110,12 @@ private:
 
     void visit(const Store *op) override {
         const Call *c = op->value.as<Call>();
+        if (is_ldmatrix(c)) {
+            const int r = (int)*as_const_int(op->index);
+            registers[r] = ldmatrix(c);
+            if (serial_loops && guards) next_chunk.push_back({r, registers[r]});
+            return;
+        }
         if (!c || (c->name != alcop::mma_f16_name && c->name != alcop::mma_bf16_name)) return;
         Mma m;
         m.q = (int)*as_const_int(c->args[0]);
@@ -301,40 +339,47 @@ void check(const tc_test::Gemm &g) {
         return Pos{it->second.second >> 16, it->second.second & 0xffff};
     };
     int errors = 0;
+    // What lane l's half `half` of register `reg` (a0..a3, b0, b1 = 4, 5) of the mma of tile
+    // (j, i) at k step ks must hold: a0 = A[g][2t..], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
+    // a3 = A[g+8][2t+8..]; b0 = B[2t..][g], b1 = B[2t+8..][g].
+    auto want_of = [](int j, int i, int ks, int reg, int l, int half) {
+        const int gg = l / 4, t = l % 4;
+        if (reg < 4) return Pos{16 * j + gg + 8 * (reg % 2), 16 * ks + 2 * t + 8 * (reg / 2) + half};
+        return Pos{16 * ks + 2 * t + 8 * (reg - 4) + half, 8 * i + gg};
+    };
+    // The elements an ldmatrix gives the lanes, against `want` (lane, half -> position).
+    auto check_ldmatrix = [&](const Ldmatrix &ld, bool is_a, const std::string &what,
+                              const std::function<Pos(int, int)> &want) {
+        std::vector<int64_t> rows;
+        for (int l = 0; l < 32; l++) {
+            rows.push_back(at_lane(ld.e0, l));
+            // ldmatrix reads 16-byte rows from 16-byte aligned addresses (the allocation is).
+            if (rows.back() % 8 != 0 && errors++ < 5) {
+                ADD_FAILURE() << what << " lane " << l << ": row address " << rows.back()
+                              << " (halves) is not 16-byte aligned";
+            }
+        }
+        const auto got = emulate_ldmatrix(rows, ld.reg, ld.trans);
+        for (int l = 0; l < 32; l++) {
+            for (int half = 0; half < 2; half++) {
+                const Pos have = element(half ? got[l].second : got[l].first, is_a), w = want(l, half);
+                if (have != w && errors++ < 5) {
+                    ADD_FAILURE() << what << " lane " << l << " half " << half << ": holds (" << have.first << ", "
+                                  << have.second << "), mma.sync expects (" << w.first << ", " << w.second << ")";
+                }
+            }
+        }
+    };
     for (size_t n = 0; n < markers.mmas.size(); n += 4) {
         const Mma &m = markers.mmas[n];
         const int ks = (int)(n / 4) / (tiles_m * tiles_n), tile = (int)(n / 4) % (tiles_m * tiles_n);
         const int j = tile / tiles_n, i = tile % tiles_n;
         for (int reg = 0; reg < 6; reg++) {
             const bool is_a = reg < 4;
-            const Ldmatrix *ld = by_name.at(is_a ? m.a[reg] : m.b[reg - 4]);
-            std::vector<int64_t> rows;
-            for (int l = 0; l < 32; l++) {
-                rows.push_back(at_lane(ld->e0, l));
-                // ldmatrix reads 16-byte rows from 16-byte aligned addresses (the allocation is).
-                if (rows.back() % 8 != 0 && errors++ < 5) {
-                    ADD_FAILURE() << "mma " << n / 4 << " register " << reg << " lane " << l << ": row address "
-                                  << rows.back() << " (halves) is not 16-byte aligned";
-                }
-            }
-            const auto got = emulate_ldmatrix(rows, ld->reg, ld->trans);
-            for (int l = 0; l < 32; l++) {
-                const int gg = l / 4, t = l % 4;
-                for (int half = 0; half < 2; half++) {
-                    const Pos have = element(half ? got[l].second : got[l].first, is_a);
-                    Pos want;
-                    if (is_a) {  // a0 = A[g][2t..], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..]
-                        want = {16 * j + gg + 8 * (reg % 2), 16 * ks + 2 * t + 8 * (reg / 2) + half};
-                    } else {  // b0 = B[2t..][g], b1 = B[2t+8..][g]
-                        want = {16 * ks + 2 * t + 8 * (reg - 4) + half, 8 * i + gg};
-                    }
-                    if (have != want && errors++ < 5) {
-                        ADD_FAILURE() << "mma " << n / 4 << (is_a ? " a" : " b") << (is_a ? reg : reg - 4) << " lane "
-                                      << l << " half " << half << ": holds (" << have.first << ", " << have.second
-                                      << "), mma.sync expects (" << want.first << ", " << want.second << ")";
-                    }
-                }
-            }
+            std::ostringstream what;
+            what << "mma " << n / 4 << (is_a ? " a" : " b") << (is_a ? reg : reg - 4);
+            check_ldmatrix(*by_name.at(is_a ? m.a[reg] : m.b[reg - 4]), is_a, what.str(),
+                           [&](int l, int half) { return want_of(j, i, ks, reg, l, half); });
         }
         // c_q = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1] of tile (j, i).
         for (int q = 0; q < 4; q++) {
@@ -352,9 +397,23 @@ void check(const tc_test::Gemm &g) {
             }
         }
     }
+    // Register stages: the loads of the next chunk's first k step (evaluated at chunk 0, they
+    // read chunk 1, K tile_k further on), register r of A's tile j or B's pair p, in the order
+    // of the rewrite's fragments.
+    const int per_step = 4 * tiles_m + 4 * (tiles_n / 2);
+    EXPECT_EQ((int)markers.next_chunk.size(), g.register_stages > 1 ? per_step : 0);
+    for (const auto &[index, ld] : markers.next_chunk) {
+        const int at = index % per_step, r = at % 4;
+        const bool is_a = at < 4 * tiles_m;
+        const int j = at / 4, p = (at - 4 * tiles_m) / 4;
+        check_ldmatrix(ld, is_a, "next chunk's register " + std::to_string(index), [&](int l, int half) {
+            return is_a ? want_of(j, 0, k_steps, r, l, half) : want_of(0, 2 * p + r / 2, k_steps, 4 + r % 2, l, half);
+        });
+    }
     EXPECT_EQ(errors, 0);
-    std::printf("a_m_major=%d b_k_major=%d: %zu mma markers, %zu ldmatrix registers checked on 32 lanes, %d wrong\n",
-                g.a_m_major, g.b_k_major, markers.mmas.size(), markers.loads.size(), errors);
+    std::printf("a_m_major=%d b_k_major=%d: %zu mma markers, %zu ldmatrix registers (%zu of the next chunk) checked "
+                "on 32 lanes, %d wrong\n",
+                g.a_m_major, g.b_k_major, markers.mmas.size(), markers.loads.size(), markers.next_chunk.size(), errors);
 }
 
 /** `test` on the GEMM `g` with each operand in either layout. */
@@ -395,16 +454,21 @@ TEST(TensorCoreFragments, EveryLaneHoldsWhatMmaExpects) {
 }
 
 // Pipelined operands: the copies write 3 slots (swizzled, PipelinePlan.h aligns them), the
-// first iteration's ldmatrix rows read slot 0.
+// first iteration's ldmatrix rows read slot 0. With register stages 2 the first k step comes
+// from the register prologue, the second from the prefetch in step 0, and the prefetch of the
+// next chunk's first step must read chunk 1 from slot 1.
 TEST(TensorCoreFragments, PipelinedSlots) {
-    for (bool a_m_major : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major);
-        tc_test::Gemm g;
-        g.a_m_major = a_m_major;
-        g.b_k_major = a_m_major;
-        g.stages = 3;
-        g.vector = 8;
-        check(g);
+    for (int register_stages : {1, 2}) {
+        for (bool a_m_major : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "a_m_major " << a_m_major << " register stages " << register_stages);
+            tc_test::Gemm g;
+            g.a_m_major = a_m_major;
+            g.b_k_major = a_m_major;
+            g.stages = 3;
+            g.vector = 8;
+            g.register_stages = register_stages;
+            check(g);
+        }
     }
 }
 

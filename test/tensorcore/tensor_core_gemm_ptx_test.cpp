@@ -15,10 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -34,6 +36,19 @@ std::string ptx_of(const Module &m) {
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
     return kernel_source::ptxas_output(ptx, arch, "tc_gemm", status);
+}
+
+/** ptxas assembles `ptx` for sm_80 and sm_90 with no spills; prints its log when `print`. */
+void expect_no_spills(const std::string &ptx, bool print = true) {
+#ifdef ALCOP_PTXAS
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = ptxas_output(ptx, arch, &status);
+        EXPECT_EQ(status, 0) << log;
+        EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+        if (print) std::printf("ptxas %s:\n%s", arch, log.c_str());
+    }
+#endif
 }
 
 std::string compile(const tc_test::Gemm &g) {
@@ -119,15 +134,7 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
             t.is_bfloat() ? "bf16" : "f16", count(ptx, "mma.sync"), count(ptx, "ldmatrix.sync"),
             count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global"),
             count(ptx, "cp.async.commit_group"), count(ptx, "cp.async.wait_group"), count(ptx, "bar.sync"));
-#ifdef ALCOP_PTXAS
-        for (const char *arch : {"sm_80", "sm_90"}) {
-            int status = 0;
-            const std::string log = ptxas_output(ptx, arch, &status);
-            EXPECT_EQ(status, 0) << log;
-            EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
-            std::printf("ptxas %s:\n%s", arch, log.c_str());
-        }
-#endif
+        expect_no_spills(ptx);
     }
 }
 
@@ -144,15 +151,70 @@ TEST(TensorCoreGemm, H200DefaultTiles) {
     EXPECT_EQ(count(ptx, "mma.sync"), 2 * 32);
     EXPECT_EQ(count(ptx, "ldmatrix.sync"), 2 * 8);
     EXPECT_EQ(count(ptx, ".local"), 0);
-#ifdef ALCOP_PTXAS
-    for (const char *arch : {"sm_80", "sm_90"}) {
-        int status = 0;
-        const std::string log = ptxas_output(ptx, arch, &status);
-        EXPECT_EQ(status, 0) << log;
-        EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
-        std::printf("ptxas %s:\n%s", arch, log.c_str());
+    expect_no_spills(ptx);
+}
+
+/** The basic blocks of a kernel's PTX (split at its labels, `LBB...:` or `$L__BB...:`, and at
+ * LLVM's `// %bb.N:` fall-through markers), each as the sequence of the instructions that
+ * matter to the register stages: l (ldmatrix), m (mma.sync), c (commit_group), w (wait_group),
+ * b (bar.sync). Within a block the text is the order of execution; the blocks' layout is
+ * LLVM's. */
+std::vector<std::string> block_sequences(const std::string &ptx) {
+    std::vector<std::string> blocks(1);
+    std::istringstream in(ptx);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("LBB", 0) == 0 || line.rfind("$L__BB", 0) == 0 || line.rfind("// %bb.", 0) == 0) {
+            blocks.emplace_back();
+        }
+        for (auto [what, code] : {std::pair<const char *, char>{"ldmatrix.sync", 'l'},
+                                  {"mma.sync", 'm'},
+                                  {"cp.async.commit_group", 'c'},
+                                  {"cp.async.wait_group", 'w'},
+                                  {"bar.sync", 'b'}}) {
+            if (line.find(what) != std::string::npos) blocks.back() += code;
+        }
     }
-#endif
+    return blocks;
+}
+
+// Register stages of the fragments (alcop::pipeline(prod, 2, Level::Register)) on the H200
+// defaults (3 shared stages, 16-byte cp.async copies): the ldmatrix of k step 1 is issued
+// before the mma of step 0, and the first step of chunk ko + 1 is loaded during step 1 of
+// chunk ko, after the wait and the barrier that publish its tile; a register prologue loads
+// step 0 of the first chunk. So, per k step, the same mma.sync and ldmatrix counts plus one
+// step of ldmatrix (the prologue), and these blocks: the loop's main one, in this order, the
+// commit, step 1's ldmatrix, step 0's mma, the wait, the one barrier of the iteration; the next
+// chunk's step 0 ldmatrix alone in a block (guarded: a next chunk exists), as the prologue's;
+// step 1's mma alone. No local memory; ptxas without spills.
+TEST(TensorCoreGemm, RegisterStagesPrefetchAcrossChunks) {
+    tc_test::Gemm g;
+    g.block_m = g.block_n = 128;
+    g.warp_m = g.warp_n = 64;
+    g.stages = 3;
+    g.vector = 8;
+    g.register_stages = 2;
+    const std::string ptx = compile(g);
+    ASSERT_FALSE(ptx.empty());
+    const int per_step = g.warp_m / 16 + g.warp_n / 16, mma_per_step = (g.warp_m / 16) * (g.warp_n / 8),
+              k_steps = g.tile_k / 16;
+    EXPECT_EQ(count(ptx, "mma.sync"), k_steps * mma_per_step);
+    EXPECT_EQ(count(ptx, "ldmatrix.sync"), (k_steps + 1) * per_step);
+    const std::string loads(per_step, 'l'), mmas(mma_per_step, 'm');
+    int main = 0, next_chunk = 0, last_step = 0, barriers_with_mma = 0;
+    for (const std::string &b : block_sequences(ptx)) {
+        main += b == "c" + loads + mmas + "wb";
+        next_chunk += b == loads;
+        last_step += b == mmas;
+        if (b.find('m') != std::string::npos) barriers_with_mma += (int)std::count(b.begin(), b.end(), 'b');
+    }
+    EXPECT_EQ(main, 1) << "commit, step 1's ldmatrix, step 0's mma, wait, barrier";
+    EXPECT_EQ(next_chunk, 2) << "the prologue's and the next chunk's step 0, each alone";
+    EXPECT_EQ(last_step, 1) << "step 1's mma";
+    EXPECT_EQ(barriers_with_mma, 1) << "one barrier per iteration";
+    EXPECT_EQ(count(ptx, ".local"), 0) << "fragment registers in local memory";
+    std::printf("register stages 2: %d mma.sync, %d ldmatrix, blocks: main %d, next-chunk ldmatrix %d, last step %d\n",
+                count(ptx, "mma.sync"), count(ptx, "ldmatrix.sync"), main, next_chunk, last_step);
+    expect_no_spills(ptx);
 }
 
 // 16-byte copies of fp16/bf16 tiles (vector = 8 halves) are cp.async.cg of 16 bytes, 8- and
@@ -211,16 +273,7 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
                             t.is_bfloat() ? "bf16" : "f16", w.vector, k_tail ? " (K tail)" : "", count(ptx, sized),
                             w.instruction.c_str(), bytes, filled, count(ptx, "cp.async.commit_group"),
                             count(ptx, "cp.async.wait_group"));
-#ifdef ALCOP_PTXAS
-                for (const char *arch : {"sm_80", "sm_90"}) {
-                    if (w.vector < 8) break;
-                    int status = 0;
-                    const std::string log = ptxas_output(ptx, arch, &status);
-                    EXPECT_EQ(status, 0) << log;
-                    EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores"))
-                        << log;
-                }
-#endif
+                if (w.vector == 8) expect_no_spills(ptx, false);
             }
         }
     }

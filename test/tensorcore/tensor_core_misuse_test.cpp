@@ -150,3 +150,16 @@ TEST(TensorCoreMisuse, TargetWithoutTensorCores) {
 }
 
 }  // namespace
+
+// Register stages of the fragments (alcop::pipeline(prod, R, Level::Register)): they prefetch
+// across the chunks of a shared pipeline, so one must be there, and R must divide the k steps
+// of a chunk (tile_k / 16).
+TEST(TensorCoreMisuse, RegisterStagesNeedASharedPipelineAndDivideTheKSteps) {
+    Gemm g;
+    g.register_stages = 2;
+    EXPECT_REJECTION(g.lower(), "alcop::pipeline(prod, 2, Level::Register)", "shared-level pipeline");
+    g.stages = 3;
+    EXPECT_EQ(g.lower(), "");
+    g.register_stages = 4;  // 2 k steps of 16 in a chunk of 32
+    EXPECT_REJECTION(g.lower(), "alcop::pipeline(prod, 4, Level::Register)", "2 k steps of 16 per chunk");
+}
