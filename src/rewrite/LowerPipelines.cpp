@@ -132,6 +132,18 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
                 << ", Level::Register): the register stages of tensor-core fragments prefetch across the chunks of "
                 << "a shared-level pipeline of both operands; pipeline " << user_name(u.a) << " and " << user_name(u.b)
                 << " too (alcop::pipeline(f, stages) with stages >= 2).\n";
+            // Each stage holds the ldmatrix.x4 registers of one k step: 4 per 16 rows of the
+            // warp tile (A) and 4 per 16 columns (B).
+            const int registers = r->second.stages * 4 * (u.tile.warp_m / 16 + u.tile.warp_n / 16);
+            const int limit = fragment_register_limit(options);
+            user_assert(registers <= limit)
+                << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second.stages
+                << ", Level::Register): the tensor-core fragments of a " << u.tile.warp_m << " x " << u.tile.warp_n
+                << " warp tile would take " << registers << " 32-bit registers per thread (" << r->second.stages
+                << " stages x 4 ldmatrix registers per 16 rows and per 16 columns), more than the limit of " << limit
+                << ". Use fewer register stages or a smaller warp tile, or raise the limit with "
+                << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
+                << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
             register_stages[u.accumulator] = r->second.stages;
             pipelines.erase(r);
         }

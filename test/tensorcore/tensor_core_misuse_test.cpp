@@ -31,11 +31,14 @@ struct StopAfterThePass {};
 
 struct Gemm : tc_test::Gemm {
     /** "" when the pass accepts the request, else the user error. */
-    std::string lower() const {
+    std::string lower(int register_limit = 0) const {
         try {
             std::vector<Argument> args;
             Pipeline p = build(&args);
-            alcop::enable(p, Target(target));
+            alcop::Options options;
+            options.target = Target(target);
+            options.register_limit = register_limit;
+            alcop::enable(p, options);
             alcop::set_lowering_observer(
                 [](const Internal::Stmt &, const Internal::Stmt &,
                    const std::map<std::string, alcop::PipelineRequest> &) { throw StopAfterThePass(); });
@@ -160,6 +163,10 @@ TEST(TensorCoreMisuse, RegisterStagesNeedASharedPipelineAndDivideTheKSteps) {
     EXPECT_REJECTION(g.lower(), "alcop::pipeline(prod, 2, Level::Register)", "shared-level pipeline");
     g.stages = 3;
     EXPECT_EQ(g.lower(), "");
+    // Within the register limit (2 stages x 4 x (2 + 2) = 32 registers for a 32 x 32 warp
+    // tile), and over a lower one.
+    EXPECT_REJECTION(g.lower(16), "alcop::pipeline(prod, 2, Level::Register)",
+                     "would take 32 32-bit registers per thread");
     g.register_stages = 4;  // 2 k steps of 16 in a chunk of 32
     EXPECT_REJECTION(g.lower(), "alcop::pipeline(prod, 4, Level::Register)", "2 k steps of 16 per chunk");
 }
