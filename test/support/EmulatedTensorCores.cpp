@@ -232,8 +232,9 @@ class EmulateMarkers : public IRMutator {
         const int n = t.bytes();
         return simplify(exchange_bytes / n + (thread() - lane() + l) * (exchange_bytes_per_thread / n) + e);
     }
-    Expr load(const Type &t, const Expr &l, int e) const {
-        return Load::make(t, shared, slot(t, l, e), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
+    /** Element `e` (of `t`) of the slot that starts at element `base`. */
+    Expr load(const Type &t, const Expr &base, const Expr &e) const {
+        return Load::make(t, shared, simplify(base + e), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
     }
     Stmt store(const Expr &value, int e) const {
         return Store::make(shared, value, slot(value.type(), lane(), e), Parameter(), const_true(), ModulusRemainder());
@@ -263,18 +264,10 @@ class EmulateMarkers : public IRMutator {
         Expr l = lane(), g = l / 4, t = l % 4;
         std::vector<Expr> halves;
         for (int h = 0; h < 2; h++) {
-            Expr value;
-            if (!trans) {
-                // The row of lane 8j + g, element 2t + h: a slot's element index by lane.
-                Expr row_lane = 8 * j + g;
-                value = Load::make(UInt(16), shared, simplify(slot(UInt(16), row_lane, 0) + 2 * t + h), Buffer<>(),
-                                   Parameter(), const_true(), ModulusRemainder());
-            } else {
-                // The row of lane 8j + 2t + h, element g.
-                Expr row_lane = 8 * j + 2 * t + h;
-                value = Load::make(UInt(16), shared, simplify(slot(UInt(16), row_lane, 0) + g), Buffer<>(), Parameter(),
-                                   const_true(), ModulusRemainder());
-            }
+            // Without .trans: the row of lane 8j + g, element 2t + h; with .trans: the row of lane
+            // 8j + 2t + h, element g.
+            Expr value = trans ? load(UInt(16), slot(UInt(16), 8 * j + 2 * t + h, 0), g) :
+                                 load(UInt(16), slot(UInt(16), 8 * j + g, 0), 2 * t + h);
             halves.push_back(cast(UInt(32), value));
         }
         Expr reg = halves[0] | (halves[1] << 16);
@@ -359,11 +352,8 @@ class EmulateMarkers : public IRMutator {
         for (int k = 0; k < 16; k++) {
             // Lanes + (k % 8) / 2; register a(r / 8 + 2 (k / 8)) (r / 8 = q / 2 on every lane) and
             // b(k / 8); half k % 2.
-            Expr a =
-                Load::make(Float(32), shared, a_base + ((k % 8) / 2 * per_lane + 2 * (q / 2 + 2 * (k / 8)) + k % 2),
-                           Buffer<>(), Parameter(), const_true(), ModulusRemainder());
-            Expr b = Load::make(Float(32), shared, b_base + ((k % 8) / 2 * per_lane + 2 * (4 + k / 8) + k % 2),
-                                Buffer<>(), Parameter(), const_true(), ModulusRemainder());
+            Expr a = load(Float(32), a_base, (k % 8) / 2 * per_lane + 2 * (q / 2 + 2 * (k / 8)) + k % 2);
+            Expr b = load(Float(32), b_base, (k % 8) / 2 * per_lane + 2 * (4 + k / 8) + k % 2);
             sum = sum + a * b;
         }
         Stmt s = Store::make(st->name, sum, st->index, st->param, st->predicate, st->alignment);

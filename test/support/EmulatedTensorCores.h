@@ -10,14 +10,15 @@
  * the PTX ISA's fragment tables, so a wrong lane mapping, a missing `.trans` or a swizzle that
  * the writers and readers of a tile disagree on gives wrong numbers.
  *
- * Lanes exchange data through a per-thread area appended to the kernel's merged shared
- * allocation (32 bytes a thread), between two barriers:
+ * Lanes exchange data through a per-thread slot appended to the kernel's merged shared
+ * allocation (64 bytes a thread, 32-byte aligned), between two barriers:
  *  - ldmatrix.x4[.trans]: each lane writes the 8 elements of its row (the marker's loads
  *    e0..e7, from the addresses the rewrite gave it); lane l = 4g + t then reads register j
  *    from the rows of lanes 8j..8j+7: row g, elements 2t and 2t + 1 (without .trans) or rows
  *    2t and 2t + 1, element g (.trans); the smaller index in the low half. The four registers of
  *    one instruction (calls j = 0..3 with the same row) share one exchange.
- *  - mma.sync.m16n8k16: each lane writes a0..a3, b0, b1; lane l then computes
+ *  - mma.sync.m16n8k16: each lane writes a0..a3, b0, b1, each half decoded to fp32 (by its
+ *    owner: a pure function of the bits, done once rather than by every reader); lane l computes
  *    d_q = c_q + sum_k A[r][k] B[k][c] (r = g + 8 (q / 2), c = 2t + q % 2), reading A[r][k] from
  *    lane 4 (r % 8) + (k % 8) / 2, register a(r / 8 + 2 (k / 8)), half k % 2, and B[k][c] from
  *    lane 4c + (k % 8) / 2, register b(k / 8), half k % 2; products and sums in fp32, in the
