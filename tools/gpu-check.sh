@@ -71,8 +71,8 @@ if [ -z "$sanitizer" ] || [ ! -x "$sanitizer" ]; then
     cat "$out/summary.txt"
     exit $status
 fi
-# (TC s1 and TC s3: the tensor-core variants, ldmatrix and mma.sync, of the fp16 and bf16 rows.)
-pipelined="stages 1,ALCOP s3,ALCOP deep,ALCOP auto,TC s1,TC s3"
+# (TC s1, s3 and s4: the tensor-core variants, ldmatrix and mma.sync, of the fp16 and bf16 rows.)
+pipelined="stages 1,ALCOP s3,ALCOP deep,ALCOP auto,TC s1,TC s3,TC s4"
 for tool in racecheck synccheck; do
     step "$tool on the pipelined variants (tiny shapes)" 120 $tool.txt \
         "$sanitizer" --tool $tool --error-exitcode 3 "$bench" --size tiny --runs 1 --only "$pipelined"

@@ -154,6 +154,16 @@ TEST(TensorCoreGenerators, TilesTheInstructionCannotServeAreUserErrors) {
               std::string::npos);
 }
 
+// The defaults' 3 stages of 16 KB fit the 48 KB a block gets without the shared-memory opt-in;
+// a fourth is a compile-time user error unless shared_memory_limit allows it (for an app that
+// links the opt-in, alcop/CudaOptIn.h).
+TEST(TensorCoreGenerators, FourStagesNeedTheSharedMemoryOptIn) {
+    const std::string e = error_of("gemm", sm80, {{"type", "f16"}, {"stages", "4"}});
+    EXPECT_NE(e.find("would need 65536 bytes of shared memory per block"), std::string::npos) << e;
+    EXPECT_NE(e.find("shared_memory_limit"), std::string::npos) << e;
+    EXPECT_EQ(error_of("gemm", sm80, {{"type", "f16"}, {"stages", "4"}, {"shared_memory_limit", "232448"}}), "");
+}
+
 // The generators build the tensor-core schedule for any GPU target; the pass (alcop::enable)
 // rejects one without tensor cores with a user error that names the accumulator.
 TEST(TensorCoreGenerators, TargetsWithoutTensorCoresAreRejectedByThePass) {
