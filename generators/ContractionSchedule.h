@@ -212,6 +212,22 @@ inline ContractionShape with_defaults(Operands type, int block_m, int block_n, i
             pick(stages, tc ? 3 : 1)};
 }
 
+/** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */
+constexpr int tensor_core_copy_bytes = 16;
+
+/** Elements per copy vector: `vector_width` for f32, 16 bytes for f16 and bf16; a user error
+ * unless it divides tile_k and block_n (the copies' dense dimensions). */
+inline int copy_vector_elements(const std::string &generator, Operands type, int vector_width, int tile_k,
+                                int block_n) {
+    const int v = type == Operands::F32 ? vector_width : tensor_core_copy_bytes / element_type(type).bytes();
+    _halide_user_assert(tile_k % v == 0 && block_n % v == 0)
+        << "The " << generator << " generator: "
+        << (type == Operands::F32 ? "vector_width (" + std::to_string(v) + ")" :
+                                    "the 16-byte copies of f16 and bf16 tiles (8 elements)")
+        << " must divide tile_k (" << tile_k << ") and block_n (" << block_n << ").\n";
+    return v;
+}
+
 /** Checks the tiles of a tensor-core contraction (user errors naming the generator and the
  * GeneratorParam). */
 inline void check_tensor_core_tiles(const std::string &generator, const TensorCoreTiles &t, int tile_k,
@@ -243,7 +259,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
                                              const std::vector<Halide::RVar> &outer_reduction, const TensorCoreTiles &t,
                                              int stages_a, int stages_b, bool request_pipelines = true) {
     using namespace Halide;
-    constexpr int warp_size = 32, vector_bytes = 16;
+    constexpr int warp_size = 32;
     const int threads = warp_size * (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
 
@@ -256,7 +272,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
     alcop::schedule_tensor_core_tile(prod.update(), x, y, t.warp_m, t.warp_n, within_chunk, chunks);
 
     // The copies' lanes are the thread x of the warps (32), as the accumulators' are.
-    const int width = vector_bytes / a_shared.output_types()[0].bytes();
+    const int width = tensor_core_copy_bytes / a_shared.output_types()[0].bytes();
     schedule_staged_copies(prod, streaming, a_shared, b_shared, warp_size, threads, width, false, stages_a, stages_b,
                            request_pipelines);
     alcop::tensor_cores(prod, t.warp_m, t.warp_n);

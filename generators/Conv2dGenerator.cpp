@@ -59,14 +59,12 @@ public:
     void generate() {
         const bool tc = type != Operands::F32;
         const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages);
-        const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n, vw = tc ? 8 : (int)vector_width;
+        const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
+        const int vw = copy_vector_elements("conv2d", type, vector_width, kt, bn);
         const int s = stride, pd = pad;
         const Type t = element_type(type);
         _halide_user_assert(get_target().has_gpu_feature()) << "The conv2d generator needs a GPU target.\n";
         if (tc) check_tensor_core_tiles("conv2d", {bm, bn, warp_m, warp_n}, kt, register_stages);
-        _halide_user_assert(kt % vw == 0 && bn % vw == 0)
-            << (tc ? "The 16-byte copies of f16 and bf16 tiles (8 elements)" : "vector_width")
-            << " must divide tile_k and block_n.\n";
         Expr CI = input.dim(0).extent(), W = input.dim(1).extent(), H = input.dim(2).extent();
         Expr CO = filter.dim(0).extent(), KW = filter.dim(2).extent(), KH = filter.dim(3).extent();
         Expr OW = (W + 2 * pd - KW) / s + 1, OH = (H + 2 * pd - KH) / s + 1;

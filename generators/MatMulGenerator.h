@@ -92,7 +92,8 @@ public:
 
     void generate() {
         const ContractionShape shape = resolved_shape();
-        const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n, vw = vector_elements();
+        const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
+        const int vw = copy_vector_elements(generator_name(), type, vector_width, kt, bn);
         const Halide::Type t = element_type(type);
         Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
         _halide_user_assert(this->get_target().has_gpu_feature())
@@ -103,9 +104,6 @@ public:
             _halide_user_assert(bm % thread_m == 0 && bn % thread_n == 0)
                 << "thread_m and thread_n must divide block_m and block_n.\n";
         }
-        _halide_user_assert(kt % vw == 0 && bn % vw == 0)
-            << (tensor_cores() ? "The 16-byte copies of f16 and bf16 tiles (8 elements)" : "vector_width")
-            << " must divide tile_k and block_n.\n";
 
         std::vector<Var> batch;
         if (Batched) batch.push_back(b);
@@ -200,10 +198,6 @@ protected:
     }
     alcop::CopyKind copy_kind() const {
         return contraction_copies(generator_name(), type, copies);
-    }
-    /** Elements per copy: vector_width (f32), 16 bytes (f16, bf16). */
-    int vector_elements() const {
-        return tensor_cores() ? 8 : (int)vector_width;
     }
     static const char *generator_name() {
         return Batched ? "bmm" : "gemm";
