@@ -25,6 +25,14 @@ bool faster(const Prediction &a, const Prediction &b) {
 
 }  // namespace
 
+SearchSpace SearchSpace::for_tensor_cores() {
+    SearchSpace space;
+    space.thread_tiles = {16, 32, 64};
+    space.k_tiles = {16, 32, 64};
+    space.tensor_cores = true;
+    return space;
+}
+
 std::vector<Schedule> enumerate_schedules(const SearchSpace &space) {
     std::vector<Schedule> out;
     out.reserve(space.block_tiles.size() * space.block_tiles.size() * space.thread_tiles.size() *
@@ -41,6 +49,7 @@ std::vector<Schedule> enumerate_schedules(const SearchSpace &space) {
                         s.tm = tm;
                         s.tn = tn;
                         s.kt = kt;
+                        s.tensor_cores = space.tensor_cores;
                         // Validity does not depend on the stage counts, so
                         // test the tile shape once.
                         if (!structurally_valid(s)) {
