@@ -102,6 +102,12 @@ struct Result {
     bool k_chunked = false;
     Halide::Expr k_condition;
     std::string schedule_source;
+    /** The contraction has fp16/bf16 operands and gets the tensor-core schedule; where it has
+     * them and does not, why not (the target below sm_80 or not CUDA, a K that is not a
+     * constant multiple of 16, a layout ldmatrix cannot read): it then gets the FP32 SIMT
+     * schedule, with a warning. */
+    bool tensor_cores = false;
+    std::string tensor_cores_why_not;
 };
 
 /** Schedule `p` for `target` as described above and return what was done. Throws

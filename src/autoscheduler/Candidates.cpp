@@ -9,6 +9,22 @@ namespace alcop {
 namespace autoscheduler {
 
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
+    if (s.tensor_cores) {
+        // The warp tile's M rows run along the first M dimension alone (y of mma.sync's layout):
+        // a further M dimension indexes blocks. The reduction is chunked by the k tile (K is a
+        // constant it divides, tensor_cores_apply()). Fragments in registers stay one stage: the
+        // register-level pipelining of tensor-core fragments is not built yet.
+        if (s.reg_stages > 1) return std::nullopt;
+        Mapping m;
+        m.s = s;
+        m.bx = s.bm;
+        m.by = 1;
+        const std::vector<int> md = c.m_dims();
+        m.divisible = c.dims[c.n_dim()].extent % s.bn == 0 && c.dims[md[0]].extent % s.bm == 0;
+        m.k_divisible = c.rvars[0].extent_estimate % s.kt == 0;
+        if (!m.k_divisible) return std::nullopt;
+        return m;
+    }
     // Register fragments (R >= 2) need a thread's fragment to be a constant number of
     // elements: with one M dimension (GEMM, batched GEMM) TM (or TN) values; with two (an
     // implicit-GEMM conv's pixel tile) its bounds go through the fused thread variable.
@@ -80,7 +96,9 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
     std::ostringstream os;
     os << std::fixed << std::setprecision(2);
     os << "; best-ranked " << top.to_string() << " predicts " << search.ranked[0].total_us << " us but "
-       << (top.reg_stages > 1 && tm == std::nullopt ?
+       << (top.tensor_cores && top.reg_stages > 1 ?
+               "the register-level pipelining of tensor-core fragments is not built yet" :
+           top.reg_stages > 1 && tm == std::nullopt ?
                "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
            !tm              ? "its M tile cannot be laid out over the M dimensions" :
            !tm->k_divisible ? "its k tile does not divide the estimated K" :
