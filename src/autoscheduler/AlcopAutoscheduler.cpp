@@ -195,7 +195,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     for (const std::string &w : warnings) user_warning << "Alcop autoscheduler: " << w << ".\n";
     log << said;
     if (options.verbose) {
-        log << r.search.report(options.top);
+        log << r.search.report(options.top, /*explain=*/true);
     }
     return r;
 }

@@ -106,7 +106,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     return result;
 }
 
-std::string SearchResult::report(size_t top) const {
+std::string SearchResult::report(size_t top, bool explain) const {
     std::string out;
     char line[512];
     snprintf(line, sizeof(line),
@@ -131,6 +131,9 @@ std::string SearchResult::report(size_t top) const {
                  r.schedule.to_string().c_str(), r.threads, (long long)r.smem_per_block, r.occ.regs_allocated, occ,
                  r.waves, r.prefetch_distance, r.exposed_load_cycles, r.total_us, to_string(r.bound));
         out += line;
+    }
+    for (size_t i = 0; explain && i < n; i++) {
+        out += std::to_string(i + 1) + ". " + ranked[i].explain() + "\n";
     }
     return out;
 }

@@ -72,8 +72,9 @@ struct SearchResult {
     double seconds = 0;
 
     /** A table of the `top` best candidates with their predicted times and the
-     * terms that explain them, preceded by the counts and the search time. */
-    std::string report(size_t top = 10) const;
+     * terms that explain them, preceded by the counts and the search time; with `explain`,
+     * followed by each one's Prediction::explain(). */
+    std::string report(size_t top = 10, bool explain = false) const;
 };
 
 SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &options = SearchOptions());
