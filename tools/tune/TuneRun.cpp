@@ -168,6 +168,8 @@ bool measure(Problem &p, const std::string &dir, int runs, std::mt19937 &rng) {
             c.check = "failed";
             fprintf(stderr, "%s rank %zu (%s): %s\n", p.id.c_str(), c.rank, c.function.c_str(),
                     v ? ("returned " + std::to_string(status) + " " + error).c_str() : error.c_str());
+            printf("candidate\t%s\t%zu\t%zu\t%.3f\tnan\tfailed\t%s\n", p.id.c_str(), c.rank, c.weight, c.predicted_us,
+                   c.schedule.c_str());
             ok = false;
             continue;
         }
@@ -200,8 +202,9 @@ void summarize(const Problem &p) {
     const Candidate *best = *std::min_element(good.begin(), good.end(), [](auto *a, auto *b) { return a->ms < b->ms; });
     double space = 0;  // the candidates the measured ones stand for
     for (const Candidate *c : good) space += c->weight;
-    printf("%s: %zu candidates in the space, %zu measured (the model's top %zu and %zu spread)\n", p.label.c_str(),
-           p.candidates, good.size(), p.top, good.size() - std::min(good.size(), p.top));
+    const size_t top = std::count_if(good.begin(), good.end(), [&](auto *c) { return c->rank < p.top; });
+    printf("%s: %zu candidates in the space, %zu measured and right (%zu of the model's top %zu and %zu spread)\n",
+           p.label.c_str(), p.candidates, good.size(), top, p.top, good.size() - top);
     printf("%s: measured best: rank %zu, %s, %.5f ms\n", p.label.c_str(), best->rank, best->schedule.c_str(), best->ms);
     for (const Candidate *c : good) {
         if (c->rank != 0) continue;

@@ -6,7 +6,7 @@
 //
 //   <generator exe> -g <generator> -f <function> -n <function> -e object[,...] -o <dir>
 //                   [-p plugin -s scheduler] target=<target>-no_runtime key=value ...
-//   c++ -shared -o <dir>/<function>.so <dir>/<function>.o
+//   c++ -shared -o <dir>/<function>.so <dir>/<function>.o && rm <dir>/<function>.o
 //
 // The shared object holds the pipeline and nothing of Halide's runtime: the program that loads
 // it (VariantLoad.h) provides one runtime for all the variants it loads. A failed build keeps
