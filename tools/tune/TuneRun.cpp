@@ -1,6 +1,7 @@
 // The run phase of the tuning experiment (tools/alcop-tune): loads every variant of a manifest
 // that alcop_tune_build wrote (tools/variants: one Halide runtime, this program's, for all of
-// them), checks each against a double-precision reference (all outputs, or 2000 sampled ones),
+// them), checks each against a double-precision reference (all outputs, or 2000 sampled ones;
+// test/common/Reference.h's notion of close),
 // times it (median of --runs runs after a warm-up, each ended by a device sync) and prints one
 // line per candidate, then per problem what ALCOP's model-guided search claims:
 //
@@ -21,6 +22,7 @@
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+#include "Reference.h"
 #include "VariantLoad.h"
 
 #include <algorithm>
@@ -71,9 +73,7 @@ struct Problem {
 
 Buffer<float> random_buffer(const std::vector<int> &shape, std::mt19937 &rng) {
     Buffer<float> b(shape);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    b.for_each_value([&](float &v) { v = dist(rng); });
-    b.set_host_dirty();
+    reference::fill_random(b, rng);
     return b;
 }
 
@@ -135,9 +135,9 @@ int wrong_outputs(const Operands &o, std::mt19937 &rng) {
             c[d] = o.out.dim(d).min() + e % o.out.dim(d).extent();
             e /= o.out.dim(d).extent();
         }
-        double scale = 1e-6;
+        double scale = 0;
         const double ref = o.reference(c, &scale);
-        wrong += !(std::abs(o.out(c.data()) - ref) <= 1e-4 * scale);
+        wrong += !reference::close(o.out(c.data()), ref, scale);
     }
     return wrong;
 }
@@ -212,7 +212,10 @@ void summarize(const Problem &p) {
         printf("%s: the model's pick: %s, %.5f ms, %zu of %zu measured\n", p.label.c_str(), c->schedule.c_str(), c->ms,
                place, good.size());
     }
-    for (size_t k : {1, 5, 20}) {
+    std::vector<size_t> tops{1, 5, 20};
+    if (p.top > 1 && std::find(tops.begin(), tops.end(), p.top) == tops.end()) tops.push_back(p.top);
+    std::sort(tops.begin(), tops.end());
+    for (size_t k : tops) {
         if (k > p.top) break;
         double fastest = INFINITY;
         for (const Candidate *c : good) {
