@@ -369,7 +369,11 @@ TEST(CompileFuzz, BrokenPipelineIsCaught) {
 // Found by this fuzzer (seed 1234, its first configuration): with register fragments pipelined
 // (register_stages >= 2), one operand pipelined at the shared level and the other not (stages
 // or stages_b 1) gives wrong results, whichever operand it is; both pipelined (any counts) or
-// register_stages 1 are right. Excluded from the draw until fixed ("not the known bug").
+// register_stages 1 are right. The lowered kernel (stages=1 stages_b=2) composes both fragments
+// with B's shared pipeline: A's first fragments are loaded before the loop, from A_shared that
+// is produced only inside it, and the last R - 1 steps of chunk k load A's fragments of chunk
+// k + 1 from A's one slot, which still holds chunk k. Excluded from the draw until fixed ("not
+// the known bug").
 TEST(CompileFuzz, DISABLED_OneOperandPipelinedWithRegisterStages) {
     for (const char *stages : {"stages=1 stages_b=2", "stages=2 stages_b=1"}) {
         const Config c = parse(std::string("testing_gemm block_m=16 block_n=16 thread_m=2 thread_n=2 tile_k=8 "
