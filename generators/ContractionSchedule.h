@@ -16,11 +16,18 @@
 // thread, so that every fragment load is a 16-byte vector free of bank conflicts. With
 // request_pipelines false the schedule is the same but asks for nothing (for
 // alcop::auto_pipeline to choose).
+//
+// schedule_tensor_core_contraction is the same contraction on tensor cores (fp16 or bf16
+// operands, fp32 prod): the same block tiles and staged, pipelined copies, but each warp
+// computes a warp_m x warp_n tile of prod in the layout of mma.sync's accumulators
+// (alcop::schedule_tensor_core_tile), and prod asks for tensor cores (alcop::tensor_cores).
 
 #include "Halide.h"
 
 #include "alcop/Alcop.h"
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace alcop_generators {
@@ -28,6 +35,67 @@ namespace alcop_generators {
 struct ContractionTiles {
     int block_m, block_n, thread_m, thread_n, vector_width;
 };
+
+/** out tiled in block_m x block_n tiles (y by x, guarded at the edges), the tiles and
+ * `extra_blocks` (a batch) the GPU blocks. */
+inline void tile_blocks(Halide::Func out, Halide::Var x, Halide::Var y, Halide::Var xo, Halide::Var yo, Halide::Var xi,
+                        Halide::Var yi, int block_m, int block_n, const std::vector<Halide::Var> &extra_blocks) {
+    using namespace Halide;
+    out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf);
+    std::vector<VarOrRVar> blocks{xo, yo};
+    blocks.insert(blocks.end(), extra_blocks.begin(), extra_blocks.end());
+    if (blocks.size() == 2) {
+        out.gpu_blocks(blocks[0], blocks[1]);
+    } else {
+        out.gpu_blocks(blocks[0], blocks[1], blocks[2]);
+    }
+}
+
+/** The accumulators of one block tile, in registers, computed per block (at out's xo). */
+inline Halide::Func &store_block_accumulators(Halide::Func &prod, Halide::Func out, Halide::Var xo, Halide::Var x,
+                                              Halide::Var y, int block_m, int block_n) {
+    return prod.compute_at(out, xo)
+        .store_in(Halide::MemoryType::Register)
+        .bound_extent(x, block_n)
+        .bound_extent(y, block_m);
+}
+
+/** The shared tiles of one chunk (computed at prod's `streaming` loop), copied by all
+ * `threads` threads (threads_x of them along the GPU's thread x) `width` contiguous elements
+ * at a time along their first dimension, and pipelined with stages_a and stages_b slots
+ * (when request_pipelines). With a_transposed, a_shared is stored with its second dimension
+ * innermost and copied one element at a time along it. */
+inline void schedule_staged_copies(Halide::Func prod, Halide::RVar streaming, Halide::Func a_shared,
+                                   Halide::Func b_shared, int threads_x, int threads, int width, bool a_transposed,
+                                   int stages_a, int stages_b, bool request_pipelines) {
+    using namespace Halide;
+    const int stage_counts[] = {stages_a, stages_b};
+    int operand = 0;
+    for (Func f : {a_shared, b_shared}) {
+        Var inner = f.args()[0], outer = f.args()[1];
+        int w = width;
+        if (operand == 0 && a_transposed) {
+            std::swap(inner, outer);
+            w = 1;
+            std::vector<Var> storage = f.args();
+            std::swap(storage[0], storage[1]);
+            f.reorder_storage(storage);
+        }
+        Var io("io"), ii("ii"), c("c"), co("co"), ci("ci"), fx("fx"), fy("fy");
+        f.compute_at(prod, streaming)
+            .store_in(MemoryType::GPUShared)
+            .split(inner, io, ii, w)
+            .vectorize(ii)
+            .fuse(io, outer, c)
+            .split(c, co, ci, threads, TailStrategy::GuardWithIf)
+            .split(ci, fy, fx, threads_x)
+            .reorder(fx, fy, co)
+            .gpu_threads(fx, fy)
+            .unroll(co);
+        if (request_pipelines) alcop::pipeline(f, stage_counts[operand]);
+        operand++;
+    }
+}
 
 inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Func a_shared, Halide::Func b_shared,
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
@@ -38,25 +106,15 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
 
-    out.tile(x, y, xo, yo, xi, yi, t.block_n, t.block_m, TailStrategy::GuardWithIf)
-        .tile(xi, yi, tx, ty, xr, yr, t.thread_n, t.thread_m, TailStrategy::GuardWithIf)
+    tile_blocks(out, x, y, xo, yo, xi, yi, t.block_m, t.block_n, extra_blocks);
+    out.tile(xi, yi, tx, ty, xr, yr, t.thread_n, t.thread_m, TailStrategy::GuardWithIf)
         .reorder(xr, yr, tx, ty, xo, yo)
         .gpu_threads(tx, ty)
         .unroll(xr)
         .unroll(yr);
-    std::vector<VarOrRVar> blocks{xo, yo};
-    blocks.insert(blocks.end(), extra_blocks.begin(), extra_blocks.end());
-    if (blocks.size() == 2) {
-        out.gpu_blocks(blocks[0], blocks[1]);
-    } else {
-        out.gpu_blocks(blocks[0], blocks[1], blocks[2]);
-    }
 
     // The accumulators live in registers, one thread_m x thread_n tile per thread.
-    prod.compute_at(out, xo)
-        .store_in(MemoryType::Register)
-        .bound_extent(x, t.block_n)
-        .bound_extent(y, t.block_m)
+    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n)
         .tile(x, y, tx, ty, xr, yr, t.thread_n, t.thread_m)
         .reorder(xr, yr, tx, ty)
         .gpu_threads(tx, ty)
@@ -95,37 +153,129 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
         }
     }
 
-    // Each chunk's tiles are copied by all threads, vector_width contiguous elements each.
-    const int stage_counts[] = {stages_a, stages_b};
-    int operand = 0;
-    for (Func f : {a_shared, b_shared}) {
-        Var inner = f.args()[0], outer = f.args()[1];
-        int width = t.vector_width;
-        if (operand == 0 && register_stages > 0) {
-            // A's tile is stored y-major (y innermost), so that a thread's thread_m values of
-            // one k step are contiguous. Global A is k-major, so no vector is dense on both
-            // sides: the copy is one element per thread, consecutive threads along y (dense,
-            // conflict-free stores; 4-byte cp.async on sm_80).
-            std::swap(inner, outer);
-            width = 1;
-            std::vector<Var> storage = f.args();
-            std::swap(storage[0], storage[1]);
-            f.reorder_storage(storage);
-        }
-        Var io("io"), ii("ii"), c("c"), co("co"), ci("ci"), fx("fx"), fy("fy");
-        f.compute_at(prod, streaming)
-            .store_in(MemoryType::GPUShared)
-            .split(inner, io, ii, width)
-            .vectorize(ii)
-            .fuse(io, outer, c)
-            .split(c, co, ci, threads, TailStrategy::GuardWithIf)
-            .split(ci, fy, fx, threads_x)
-            .reorder(fx, fy, co)
-            .gpu_threads(fx, fy)
-            .unroll(co);
-        if (request_pipelines) alcop::pipeline(f, stage_counts[operand]);
-        operand++;
-    }
+    // Each chunk's tiles are copied by all threads, vector_width contiguous elements each;
+    // with register fragments A's tile is stored y-major (y innermost), so that a thread's
+    // thread_m values of one k step are contiguous. Global A is k-major, so no vector is dense
+    // on both sides: that copy is one element per thread, consecutive threads along y (dense,
+    // conflict-free stores; 4-byte cp.async on sm_80).
+    const bool a_transposed = register_stages > 0;
+    schedule_staged_copies(prod, streaming, a_shared, b_shared, threads_x, threads, t.vector_width, a_transposed,
+                           stages_a, stages_b, request_pipelines);
+}
+
+struct TensorCoreTiles {
+    int block_m, block_n, warp_m, warp_n;
+};
+
+/** The element type of a contraction's operands (the `type` GeneratorParam of gemm, bmm and
+ * conv2d): fp32 on the SIMT schedule, fp16 or bf16 on tensor cores. The output and the
+ * accumulation are fp32 in each case. */
+enum class Operands { F32, F16, BF16 };
+
+inline const std::map<std::string, Operands> &operand_type_names() {
+    static const std::map<std::string, Operands> names{
+        {"f32", Operands::F32}, {"f16", Operands::F16}, {"bf16", Operands::BF16}};
+    return names;
+}
+
+inline Halide::Type element_type(Operands t) {
+    return t == Operands::F32 ? Halide::Float(32) : t == Operands::F16 ? Halide::Float(16) : Halide::BFloat(16);
+}
+
+/** How the copies of a contraction's tiles are made (alcop::Options::copies). For f16 and bf16
+ * tiles `auto` means synchronous copies for now, and `async` is a user error: 16-byte cp.async
+ * of halves is not built yet (the copy lowering's marker for a float16x8 value fails Halide
+ * 14's codegen). Synchronous rather than register-staged: at the default tiles the staging
+ * registers (clamped copies load each half on its own) make ptxas spill. Remove this when
+ * cp.async of halves is in. */
+inline alcop::CopyKind contraction_copies(const std::string &generator, Operands type, alcop::CopyKind copies) {
+    if (type == Operands::F32) return copies;
+    _halide_user_assert(copies != alcop::CopyKind::Async)
+        << "The " << generator << " generator with type f16 or bf16: copies=async is not available yet "
+        << "(cp.async of fp16 and bf16 tiles); use copies=auto, staged or synchronous.\n";
+    return copies == alcop::CopyKind::Auto ? alcop::CopyKind::Synchronous : copies;
+}
+
+/** The block tile, k tile and stages of a generator: its GeneratorParams' values, or where
+ * one is 0 the default of the operand type's schedule. f32: 64 x 64 blocks, k tile 8,
+ * unpipelined. f16 and bf16, chosen for an H200 (and an A100): 128 x 128 blocks (of four 64 x 64
+ * warp tiles: 128 fp32 accumulators a thread), k tile 32 (two mma.sync k steps), 3 shared stages
+ * of 16 KB, which fit the 48 KB a block gets without the shared-memory opt-in. */
+struct ContractionShape {
+    int block_m, block_n, tile_k, stages;
+};
+
+inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages) {
+    const bool tc = type != Operands::F32;
+    auto pick = [](int value, int fallback) { return value > 0 ? value : fallback; };
+    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), pick(tile_k, tc ? 32 : 8),
+            pick(stages, tc ? 3 : 1)};
+}
+
+/** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */
+constexpr int tensor_core_copy_bytes = 16;
+
+/** Elements per copy vector: `vector_width` for f32, 16 bytes for f16 and bf16; a user error
+ * unless it divides tile_k and block_n (the copies' dense dimensions). */
+inline int copy_vector_elements(const std::string &generator, Operands type, int vector_width, int tile_k,
+                                int block_n) {
+    const int v = type == Operands::F32 ? vector_width : tensor_core_copy_bytes / element_type(type).bytes();
+    _halide_user_assert(tile_k % v == 0 && block_n % v == 0)
+        << "The " << generator << " generator: "
+        << (type == Operands::F32 ? "vector_width (" + std::to_string(v) + ")" :
+                                    "the 16-byte copies of f16 and bf16 tiles (8 elements)")
+        << " must divide tile_k (" << tile_k << ") and block_n (" << block_n << ").\n";
+    return v;
+}
+
+/** Checks the tiles of a tensor-core contraction (user errors naming the generator and the
+ * GeneratorParam). */
+inline void check_tensor_core_tiles(const std::string &generator, const TensorCoreTiles &t, int tile_k,
+                                    int register_stages) {
+    _halide_user_assert(t.warp_m % 16 == 0 && t.warp_n % 16 == 0)
+        << "The " << generator << " generator with type f16 or bf16: warp_m (" << t.warp_m << ") and warp_n ("
+        << t.warp_n << ") must be multiples of 16 (mma.sync.m16n8k16, two n8 tiles per ldmatrix.x4).\n";
+    _halide_user_assert(t.block_m % t.warp_m == 0 && t.block_n % t.warp_n == 0)
+        << "The " << generator << " generator with type f16 or bf16: warp_m (" << t.warp_m << ") and warp_n ("
+        << t.warp_n << ") must divide block_m (" << t.block_m << ") and block_n (" << t.block_n << ").\n";
+    _halide_user_assert(tile_k % 16 == 0) << "The " << generator << " generator with type f16 or bf16: tile_k ("
+                                          << tile_k << ") must be a multiple of 16 (the mma.sync k step).\n";
+    // Register stages of the mma fragments are not built yet (tc-slots).
+    _halide_user_assert(register_stages == 0)
+        << "The " << generator << " generator with type f16 or bf16: register_stages (" << register_stages
+        << ") is not available on tensor cores yet: the fragments are loaded by ldmatrix in each k step.\n";
+}
+
+/** The contraction on tensor cores: prod's update is P(x, y) += f32(a(k, y)) * f32(b(x, k))
+ * over fp16 or bf16 tiles. Each of the (block_m / warp_m) x (block_n / warp_n) warps of a
+ * block holds a warp_m x warp_n tile of prod in the layout of mma.sync's accumulators, for
+ * prod's definitions and for out; the shared tiles are copied by all threads in 16-byte
+ * vectors (8 elements: cp.async where the copies are asynchronous); prod asks for tensor
+ * cores, which the pass checks and rewrites into ldmatrix + mma.sync (CUDA sm_80+). */
+inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod, Halide::Func a_shared,
+                                             Halide::Func b_shared, Halide::Var x, Halide::Var y,
+                                             const std::vector<Halide::Var> &extra_blocks,
+                                             const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
+                                             const std::vector<Halide::RVar> &outer_reduction, const TensorCoreTiles &t,
+                                             int stages_a, int stages_b, bool request_pipelines = true) {
+    using namespace Halide;
+    constexpr int warp_size = 32;
+    const int threads = warp_size * (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+
+    tile_blocks(out, x, y, xo, yo, xi, yi, t.block_m, t.block_n, extra_blocks);
+    alcop::schedule_tensor_core_tile(out, xi, yi, t.warp_m, t.warp_n);
+    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n);
+    alcop::schedule_tensor_core_tile(prod, x, y, t.warp_m, t.warp_n);
+    std::vector<RVar> chunks{streaming};
+    chunks.insert(chunks.end(), outer_reduction.begin(), outer_reduction.end());
+    alcop::schedule_tensor_core_tile(prod.update(), x, y, t.warp_m, t.warp_n, within_chunk, chunks);
+
+    // The copies' lanes are the thread x of the warps (32), as the accumulators' are.
+    const int width = tensor_core_copy_bytes / a_shared.output_types()[0].bytes();
+    schedule_staged_copies(prod, streaming, a_shared, b_shared, warp_size, threads, width, false, stages_a, stages_b,
+                           request_pipelines);
+    alcop::tensor_cores(prod, t.warp_m, t.warp_n);
 }
 
 }  // namespace alcop_generators

@@ -1,5 +1,7 @@
-// fp32 2-D convolution (NHWC input, HWIO filter) as an implicit GEMM on the GPU, with the
-// shared tiles of input and filter pipelined by ALCOP across the input-channel chunks:
+// 2-D convolution (NHWC input, HWIO filter) as an implicit GEMM on the GPU, with the shared
+// tiles of input and filter pipelined by ALCOP across the input-channel chunks; fp32 operands
+// (type=f32, the SIMT schedule) or fp16 / bf16 (type=f16, type=bf16: tensor cores, CUDA
+// sm_80+), fp32 output and accumulation:
 //
 //   out(co, p) = sum_{ky, kx, ci} input(ci, ox*stride + kx - pad, oy*stride + ky - pad, n)
 //                                 * filter(co, ci, kx, ky)
@@ -18,18 +20,26 @@
 namespace {
 
 using namespace Halide;
-using alcop_generators::ContractionTiles;
-using alcop_generators::schedule_contraction;
+using namespace alcop_generators;
 
 class Conv2d : public Generator<Conv2d> {
 public:
-    GeneratorParam<int> block_m{"block_m", 64, 1, 1024};  // output pixels per block
-    GeneratorParam<int> block_n{"block_n", 64, 1, 1024};  // output channels per block
-    GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};
-    GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};
-    GeneratorParam<int> tile_k{"tile_k", 8, 1, 256};  // input channels per chunk
-    GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};
-    GeneratorParam<int> stages{"stages", 1, 1, 16};
+    // The operands' element type: f32, f16 or bf16 (tensor cores), as in MatMulGenerator.h.
+    GeneratorParam<Operands> type{"type", Operands::F32, operand_type_names()};
+    // block_m, block_n, tile_k and stages: 0 is the type's default (with_defaults).
+    GeneratorParam<int> block_m{"block_m", 0, 0, 1024};  // output pixels per block
+    GeneratorParam<int> block_n{"block_n", 0, 0, 1024};  // output channels per block
+    GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};  // f32
+    GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};  // f32
+    // f16, bf16: eight 64 x 32 warp tiles a 128 x 128 block. With 64 x 64 (four warps) each
+    // thread also copies twice the tile elements, and the copies' index math (pixel to x, y,
+    // n; padding) takes the registers ptxas then spills (255 registers, 56 bytes of stack at
+    // 3 stages, while gemm and bmm fit 64 x 64 in 245).
+    GeneratorParam<int> warp_m{"warp_m", 64, 16, 256};
+    GeneratorParam<int> warp_n{"warp_n", 32, 16, 256};
+    GeneratorParam<int> tile_k{"tile_k", 0, 0, 256};             // input channels per chunk
+    GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};  // f32 (f16, bf16: 16 bytes)
+    GeneratorParam<int> stages{"stages", 0, 0, 16};
     // Register fragments per channel step, with this many slots (0: none; see MatMulGenerator).
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     GeneratorParam<int> stride{"stride", 1, 1, 8};
@@ -37,26 +47,37 @@ public:
     // The same schedule without any alcop::pipeline() call, pipelined by alcop::auto_pipeline.
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
-    Input<Buffer<float>> input{"input", 4};    // (ci, x, y, n)
-    Input<Buffer<float>> filter{"filter", 4};  // (co, ci, kx, ky)
-    Output<Buffer<float>> out{"out", 2};       // (co, pixel)
+    Input<Buffer<>> input{"input", 4};    // (ci, x, y, n), typed by `type` (configure())
+    Input<Buffer<>> filter{"filter", 4};  // (co, ci, kx, ky)
+    Output<Buffer<float>> out{"out", 2};  // (co, pixel)
+
+    void configure() {
+        input.set_type(element_type(type));
+        filter.set_type(element_type(type));
+    }
 
     void generate() {
-        const int kt = tile_k, vw = vector_width, s = stride, pd = pad;
+        const bool tc = type != Operands::F32;
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages);
+        const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
+        const int vw = copy_vector_elements("conv2d", type, vector_width, kt, bn);
+        const int s = stride, pd = pad;
+        const Type t = element_type(type);
         _halide_user_assert(get_target().has_gpu_feature()) << "The conv2d generator needs a GPU target.\n";
-        _halide_user_assert(kt % vw == 0 && block_n % vw == 0) << "vector_width must divide tile_k and block_n.\n";
+        if (tc) check_tensor_core_tiles("conv2d", {bm, bn, warp_m, warp_n}, kt, register_stages);
         Expr CI = input.dim(0).extent(), W = input.dim(1).extent(), H = input.dim(2).extent();
         Expr CO = filter.dim(0).extent(), KW = filter.dim(2).extent(), KH = filter.dim(3).extent();
         Expr OW = (W + 2 * pd - KW) / s + 1, OH = (H + 2 * pd - KH) / s + 1;
         Expr pixels = OW * OH * input.dim(3).extent();
 
         // As in the GEMM: unclamped contiguous dimensions where copies become cp.async.
-        const bool async = get_target().has_feature(Target::CUDA) && alcop::uses_async_copies(get_target());
+        const bool async =
+            get_target().has_feature(Target::CUDA) && alcop::uses_async_copies(get_target(), copy_kind());
         auto contiguous = [&](Expr i, Expr extent) {
             return async ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
         };
         if (async) {
-            for (Input<Buffer<float>> *in : {&input, &filter}) {
+            for (Input<Buffer<>> *in : {&input, &filter}) {
                 in->set_host_alignment(16);
                 in->dim(0).set_min(0);
                 for (int d = 1; d < 4; d++) {
@@ -71,14 +92,15 @@ public:
         input_shared(ci, p, kx, ky) = select(
             inside,
             input(contiguous(ci, CI), clamp(ix, 0, W - 1), clamp(iy, 0, H - 1), clamp(n, 0, input.dim(3).extent() - 1)),
-            0.0f);
+            cast(t, 0));
         filter_shared(co, ci, kx, ky) =
-            select(ci < CI && co < CO, filter(contiguous(co, CO), clamp(ci, 0, CI - 1), kx, ky), 0.0f);
+            select(ci < CI && co < CO, filter(contiguous(co, CO), clamp(ci, 0, CI - 1), kx, ky), cast(t, 0));
 
         r = RDom(0, kt, 0, (CI + kt - 1) / kt, 0, KW, 0, KH, "r");
         Expr rc = r.y * kt + r.x;
         prod(x, y) = 0.0f;
-        prod(x, y) += input_shared(rc, y, r.z, r.w) * filter_shared(x, rc, r.z, r.w);
+        // (For f32 the casts are no-ops: the same Expr.)
+        prod(x, y) += cast<float>(input_shared(rc, y, r.z, r.w)) * cast<float>(filter_shared(x, rc, r.z, r.w));
         out(x, y) = prod(x, y);
         if (async) {
             out.dim(0).set_min(0);
@@ -86,17 +108,30 @@ public:
     }
 
     void schedule() {
-        const ContractionTiles tiles{block_m, block_n, thread_m, thread_n, vector_width};
-        schedule_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w}, tiles, stages,
-                             stages, register_stages, !auto_pipeline);
-        if (auto_pipeline) {
-            alcop::auto_pipeline(get_pipeline(), get_target());
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages);
+        const int bm = shape.block_m, bn = shape.block_n, sa = shape.stages;
+        if (type != Operands::F32) {
+            schedule_tensor_core_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w},
+                                             {bm, bn, warp_m, warp_n}, sa, sa, !auto_pipeline);
         } else {
-            alcop::enable(get_pipeline(), get_target());
+            schedule_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w},
+                                 {bm, bn, thread_m, thread_n, vector_width}, sa, sa, register_stages, !auto_pipeline);
+        }
+        alcop::Options options;
+        options.target = get_target();
+        options.copies = copy_kind();
+        if (auto_pipeline) {
+            alcop::auto_pipeline(get_pipeline(), options);
+        } else {
+            alcop::enable(get_pipeline(), options);
         }
     }
 
 private:
+    alcop::CopyKind copy_kind() const {
+        return contraction_copies("conv2d", type, alcop::CopyKind::Auto);
+    }
+
     Var ci{"ci"}, co{"co"}, p{"p"}, kx{"kx"}, ky{"ky"}, x{"x"}, y{"y"};
     Func input_shared{"input_shared"}, filter_shared{"filter_shared"}, prod{"prod"};
     RDom r;  // r.x: channels within a chunk, r.y: the chunk (pipelined), r.z, r.w: kx, ky

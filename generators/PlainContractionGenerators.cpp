@@ -14,6 +14,13 @@
 // `-p libautoschedule_alcop.so -s Alcop auto_schedule=true` (alcop_library ... AUTOSCHEDULE in
 // generators/CMakeLists.txt) by test/autoscheduler and apps/bench.
 //
+// as_gemm, as_bmm and as_conv2d take `type=f16|bf16` (default f32): the operands are then fp16 or
+// bf16, multiplied in fp32 (prod += f32(A) * f32(B)) into an fp32 output, the tensor-core form
+// the autoscheduler gives mma.sync on CUDA sm_80+ (and its SIMT schedule, with a warning,
+// elsewhere). Tensor cores need the reduction's extent at compile time: with a 16-bit type, K
+// (as_gemm, as_bmm) and CI (as_conv2d) are fixed to their estimates, and as_bmm's reduction is a
+// Func of its own, prod(x, y, b) (an inline sum() would put y first among its arguments).
+//
 // as_gemm, as_bmm and as_conv2d take `auto_pipeline=true`: schedule() then calls
 // alcop::auto_pipeline, which lowers whatever schedule the autoscheduler applies after it
 // (Halide 14's Generator runs the autoscheduler after schedule(), and the pass runs when the
@@ -29,19 +36,36 @@ namespace {
 using namespace Halide;
 
 // `aligned=true`: the generator promises what a 16-byte cp.async needs of an operand (host
-// pointer 16-byte aligned, rows starting at element 0 and a whole number of 4-float vectors
+// pointer 16-byte aligned, rows starting at element 0 and a whole number of 16-byte vectors
 // apart), and that the output's innermost dimension starts at 0 (its tiles pick the columns of
 // the operand indexed by it), so that the Alcop autoscheduler's copies can be asynchronous;
 // callers must pass such buffers (Halide::Runtime::Buffer allocations are). Without it the
 // copies are staged through registers, correct for any buffer.
 template<typename Input>
 void declare_aligned(Input &in) {
-    constexpr int floats_per_vector = 4;
+    const int elements_per_vector = 16 / in.type().bytes();
     in.set_host_alignment(16);
     in.dim(0).set_min(0);
     for (int d = 1; d < in.dimensions(); d++) {
-        in.dim(d).set_stride((in.dim(d).stride() / floats_per_vector) * floats_per_vector);
+        in.dim(d).set_stride((in.dim(d).stride() / elements_per_vector) * elements_per_vector);
     }
+}
+
+// The operands' element type a generator's `type` names.
+Type operand_type(const std::string &name) {
+    if (name == "f16") return Float(16);
+    if (name == "bf16") return BFloat(16);
+    if (name != "f32") {
+        // user_error (Halide.h undefines the macro for user code).
+        Halide::Internal::ErrorReport(__FILE__, __LINE__, nullptr, Halide::Internal::ErrorReport::User)
+            << "type=" << name << ": the plain contractions take f32, f16 or bf16.\n";
+    }
+    return Float(32);
+}
+
+// An operand's value in the product: fp32 as it is, a 16-bit one converted (fp32 accumulation).
+Expr factor(const Expr &e) {
+    return e.type() == Float(32) ? e : cast(Float(32), e);
 }
 
 // What the three contractions' GeneratorParams gpu, limits and aligned ask of the autoscheduler
@@ -65,6 +89,8 @@ public:
     GeneratorParam<bool> constant_k{"constant_k", false};
     // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
+    // The operands' type: f32, or f16 / bf16 (fp32 accumulation; K then constant).
+    GeneratorParam<std::string> type{"type", "f32"};
     // The GPU the autoscheduler models ("": the target's; see alcop/Autoscheduler.h).
     GeneratorParam<std::string> gpu{"gpu", ""};
     // The launch limits it assumes: "optin" where the app links apps/common/CudaOptIn ("": the
@@ -75,26 +101,31 @@ public:
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
-    Input<Buffer<float>> A{"A", 2};
-    Input<Buffer<float>> B{"B", 2};
+    GeneratorInput<Buffer<>> *A = nullptr, *B = nullptr;
     Output<Buffer<float>> out{"out", 2};
 
+    void configure() {
+        A = add_input<Buffer<>>("A", operand_type(type), 2);
+        B = add_input<Buffer<>>("B", operand_type(type), 2);
+    }
+
     void generate() {
-        if (constant_k) {
-            A.dim(0).set_extent(K);
+        const bool fixed_k = constant_k || operand_type(type) != Float(32);
+        if (fixed_k) {
+            A->dim(0).set_extent(K);
         }
-        RDom r(0, constant_k ? Expr((int)K) : A.dim(0).extent(), "r");
+        RDom r(0, fixed_k ? Expr((int)K) : A->dim(0).extent(), "r");
         Func prod("prod");
         prod(x, y) = 0.0f;
-        prod(x, y) += A(r, y) * B(x, r);
+        prod(x, y) += factor((*A)(r, y)) * factor((*B)(x, r));
         out(x, y) = prod(x, y);
         if (candidate > 0) {
             alcop::autoscheduler::request_candidate(out, candidate);
         }
-        request_and_promise(out, A, B, gpu, limits, aligned);
+        request_and_promise(out, *A, *B, gpu, limits, aligned);
 
-        A.set_estimates({{0, K}, {0, M}});
-        B.set_estimates({{0, N}, {0, K}});
+        A->set_estimates({{0, K}, {0, M}});
+        B->set_estimates({{0, N}, {0, K}});
         out.set_estimates({{0, N}, {0, M}});
     }
 
@@ -156,21 +187,35 @@ public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};           // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                             // as in as_gemm
+    GeneratorParam<std::string> type{"type", "f32"};                            // as in as_gemm
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
-    Input<Buffer<float>> A{"A", 3};
-    Input<Buffer<float>> B{"B", 3};
+    GeneratorInput<Buffer<>> *A = nullptr, *B = nullptr;
     Output<Buffer<float>> out{"out", 3};
 
-    void generate() {
-        // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
-        RDom r(0, A.dim(0).extent(), "r");
-        out(x, y, b) = sum(A(r, y, b) * B(x, r, b));
-        request_and_promise(out, A, B, gpu, limits, aligned);
+    void configure() {
+        A = add_input<Buffer<>>("A", operand_type(type), 3);
+        B = add_input<Buffer<>>("B", operand_type(type), 3);
+    }
 
-        A.set_estimates({{0, K}, {0, M}, {0, batch}});
-        B.set_estimates({{0, N}, {0, K}, {0, batch}});
+    void generate() {
+        if (operand_type(type) == Float(32)) {
+            // An inline reduction: the autoscheduler finds the anonymous Func that sum() makes.
+            RDom r(0, A->dim(0).extent(), "r");
+            out(x, y, b) = sum((*A)(r, y, b) * (*B)(x, r, b));
+        } else {
+            A->dim(0).set_extent(K);
+            RDom r(0, K, "r");
+            Func prod("prod");
+            prod(x, y, b) = 0.0f;
+            prod(x, y, b) += factor((*A)(r, y, b)) * factor((*B)(x, r, b));
+            out(x, y, b) = prod(x, y, b);
+        }
+        request_and_promise(out, *A, *B, gpu, limits, aligned);
+
+        A->set_estimates({{0, K}, {0, M}, {0, batch}});
+        B->set_estimates({{0, N}, {0, K}, {0, batch}});
         out.set_estimates({{0, N}, {0, M}, {0, batch}});
     }
 
@@ -191,24 +236,39 @@ public:
     GeneratorParam<int> N{"N", 2}, H{"H", 8}, W{"W", 8}, CI{"CI", 32}, CO{"CO", 32};
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
+    GeneratorParam<std::string> type{"type", "f32"};                   // as in as_gemm
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
-    Input<Buffer<float>> input{"input", 4};      // (ci, x, y, n)
-    Input<Buffer<float>> weights{"weights", 4};  // (co, ci, kx, ky)
-    Output<Buffer<float>> out{"out", 4};         // (co, x, y, n)
+    GeneratorInput<Buffer<>> *input = nullptr;    // (ci, x, y, n)
+    GeneratorInput<Buffer<>> *weights = nullptr;  // (co, ci, kx, ky)
+    Output<Buffer<float>> out{"out", 4};          // (co, x, y, n)
+
+    void configure() {
+        input = add_input<Buffer<>>("input", operand_type(type), 4);
+        weights = add_input<Buffer<>>("weights", operand_type(type), 4);
+    }
 
     void generate() {
-        RDom r(0, input.dim(0).extent(), 0, weights.dim(2).extent(), 0, weights.dim(3).extent(), "r");
+        const int KH = 3, KW = 3;
+        RDom r;
+        if (operand_type(type) == Float(32)) {
+            r = RDom(0, input->dim(0).extent(), 0, weights->dim(2).extent(), 0, weights->dim(3).extent(), "r");
+        } else {
+            // The reduction's extents at compile time (tensor cores step K by 16).
+            input->dim(0).set_extent(CI);
+            weights->dim(2).set_extent(KW);
+            weights->dim(3).set_extent(KH);
+            r = RDom(0, (int)CI, 0, KW, 0, KH, "r");
+        }
         Func conv("conv");
         conv(co, x, y, n) = 0.0f;
-        conv(co, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(co, r.x, r.y, r.z);
+        conv(co, x, y, n) += factor((*input)(r.x, x + r.y, y + r.z, n)) * factor((*weights)(co, r.x, r.y, r.z));
         out(co, x, y, n) = conv(co, x, y, n);
-        request_and_promise(out, input, weights, gpu, limits, aligned);
+        request_and_promise(out, *input, *weights, gpu, limits, aligned);
 
-        const int KH = 3, KW = 3;
-        input.set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
-        weights.set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
+        input->set_estimates({{0, CI}, {0, W + KW - 1}, {0, H + KH - 1}, {0, N}});
+        weights->set_estimates({{0, CO}, {0, CI}, {0, KW}, {0, KH}});
         out.set_estimates({{0, CO}, {0, W}, {0, H}, {0, N}});
     }
 

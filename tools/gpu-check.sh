@@ -2,15 +2,15 @@
 # The GPU check: on a machine with an NVIDIA GPU and the binaries built here (Halide is not
 # needed there), checks every CUDA variant against a reference, prints the benchmark table,
 # shows that GEMM pipelines broken on purpose are caught, and runs compute-sanitizer's racecheck
-# and synccheck on the pipelined variants (and racecheck on a pipeline missing its barrier, which
-# it must flag).
+# and synccheck on the pipelined variants, the fp16 / bf16 tensor-core ones included (and
+# racecheck on a pipeline missing its barrier, which it must flag).
 #
 #   tools/gpu-check.sh OUT_DIR [BUILD_DIR]
 #
 # BUILD_DIR (default: build) must hold apps/bench/alcop_bench_cuda. Writes OUT_DIR/bench.txt,
 # faults.txt, racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
 # when any check fails (a wrong result, a fault not caught, a hazard, a kernel of ours that
-# spills). Takes about a minute.
+# spills). Takes a few minutes.
 set -uo pipefail
 out=${1:?usage: tools/gpu-check.sh OUT_DIR [BUILD_DIR]}
 build=${2:-build}
@@ -46,7 +46,7 @@ step() {
     return $rc
 }
 
-if step "correctness and benchmark (large shapes, median of 20 runs)" 240 bench.txt "$bench" --size large --runs 20; then
+if step "correctness and benchmark (large shapes, fp32, fp16 and bf16, median of 20 runs)" 420 bench.txt "$bench" --size large --runs 20; then
     note "bench: all variants correct"
 else
     note "bench: FAILED (exit $?)"
@@ -71,9 +71,10 @@ if [ -z "$sanitizer" ] || [ ! -x "$sanitizer" ]; then
     cat "$out/summary.txt"
     exit $status
 fi
-pipelined="stages 1,ALCOP s3,ALCOP deep,ALCOP auto"
+# (TC s1, s3 and s4: the tensor-core variants, ldmatrix and mma.sync, of the fp16 and bf16 rows.)
+pipelined="stages 1,ALCOP s3,ALCOP deep,ALCOP auto,TC s1,TC s3,TC s4"
 for tool in racecheck synccheck; do
-    step "$tool on the pipelined variants (tiny shapes)" 60 $tool.txt \
+    step "$tool on the pipelined variants (tiny shapes)" 120 $tool.txt \
         "$sanitizer" --tool $tool --error-exitcode 3 "$bench" --size tiny --runs 1 --only "$pipelined"
     rc=$?
     if [ $rc -eq 0 ]; then

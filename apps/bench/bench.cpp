@@ -10,6 +10,13 @@
 // model's prediction for the modelled GPU (H200 by default): for the hand-written variants from
 // their tiles, for the autoscheduled ones (CUDA, at the shape each was tuned for) what the plugin
 // predicted when it built them, so that the model can be validated where a GPU is lent.
+// The CUDA build adds fp16 and bf16 rows (GEMM 2048^3 and 4096^3, the batched matmuls and
+// convolutions): the generators' tensor-core schedule (type=f16|bf16, default tiles) at stages 1
+// ("TC s1") and pipelined with the same tiles ("TC s3"; GEMM also "TC s4", 64 KB of shared
+// memory through the opt-in), fp32 accumulation and output, against
+// cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx: fp16/bf16 in, fp32 compute and out) and
+// cuDNN (fp16/bf16 in and out, fp32 compute, tensor-op math). Their operands are multiples of
+// 1/256 in [-1, 1], exact in fp16 and bf16, so that the reference sees what the kernels see.
 //
 //   alcop_bench_cuda   [--size tiny|small|large] [--runs N] [--only VARIANTS] [--faults]
 //   alcop_bench_opencl [--size tiny|small|large] [--runs N] [--only VARIANTS]
@@ -48,6 +55,20 @@
 #include "gemm_cuda_li2018.h"
 #include "gemm_cuda_s1.h"
 #include "gemm_cuda_s3.h"
+#include "tc_bmm_cuda_bf16_s1.h"
+#include "tc_bmm_cuda_bf16_s3.h"
+#include "tc_bmm_cuda_f16_s1.h"
+#include "tc_bmm_cuda_f16_s3.h"
+#include "tc_conv_cuda_bf16_s1.h"
+#include "tc_conv_cuda_bf16_s3.h"
+#include "tc_conv_cuda_f16_s1.h"
+#include "tc_conv_cuda_f16_s3.h"
+#include "tc_gemm_cuda_bf16_s1.h"
+#include "tc_gemm_cuda_bf16_s3.h"
+#include "tc_gemm_cuda_bf16_s4.h"
+#include "tc_gemm_cuda_f16_s1.h"
+#include "tc_gemm_cuda_f16_s3.h"
+#include "tc_gemm_cuda_f16_s4.h"
 #define VARIANT(op, s) op##_cuda_##s
 static const char *const device_name = "CUDA";
 static const char *const tuned_names[] = {"auto #1", "auto #2", "auto #3"};
@@ -87,17 +108,68 @@ namespace {
 using Halide::Runtime::Buffer;
 using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
+// The operands' element type; the output and the accumulation are fp32 in each case.
+enum class Element { F32, F16, BF16 };
+
 struct Problem {
     std::string name;
     int batch, m, n, k;  // as a (batched) GEMM; for conv, M = pixels, N = CO, K = taps * CI
     int conv_h = 0, conv_w = 0, conv_ci = 0, conv_kh = 0;  // conv only (stride 1, pad 1, square filter)
     bool tuned = false;  // the shape the CUDA build's autoscheduled variants were tuned for
+    Element element = Element::F32;
 };
 
-Buffer<float> random_buffer(std::vector<int> shape, std::mt19937 &rng) {
+/** The problem with fp16 or bf16 operands. */
+Problem with_element(Problem p, Element e) {
+    p.name += e == Element::F16 ? " f16" : " bf16";
+    p.element = e;
+    p.tuned = false;
+    return p;
+}
+
+// The bits of a value that fp16 or bf16 holds exactly (a multiple of 1/256 in [-1, 1]: at most 8
+// significant bits, normal in both), and the value of fp16 or bf16 bits.
+uint16_t bits_of(float v, Element e) {
+    uint32_t x;
+    memcpy(&x, &v, sizeof x);
+    if (e == Element::BF16) return (uint16_t)(x >> 16);
+    if (v == 0) return (uint16_t)((x >> 16) & 0x8000);
+    const uint32_t sign = (x >> 16) & 0x8000, exponent = ((x >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (exponent << 10) | ((x & 0x7fffff) >> 13));
+}
+
+float value_of(uint16_t h, Element e) {
+    if (e == Element::BF16) {
+        const uint32_t x = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &x, sizeof v);
+        return v;
+    }
+    const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    const float magnitude = exponent == 0  ? std::ldexp((float)mantissa, -24) :
+                            exponent == 31 ? (mantissa ? NAN : INFINITY) :
+                                             std::ldexp((float)(mantissa | 0x400), exponent - 25);
+    return h & 0x8000 ? -magnitude : magnitude;
+}
+
+Buffer<float> random_buffer(std::vector<int> shape, std::mt19937 &rng, Element e = Element::F32) {
     Buffer<float> b(shape);
     std::uniform_real_distribution<float> dist(-1, 1);
-    b.for_each_value([&](float &v) { v = dist(rng); });
+    std::uniform_int_distribution<int> steps(-256, 256);
+    b.for_each_value([&](float &v) { v = e == Element::F32 ? dist(rng) : steps(rng) / 256.0f; });
+    b.set_host_dirty();
+    return b;
+}
+
+/** The fp16 or bf16 copy of `values` (which that type holds exactly), as a pipeline takes it. */
+Buffer<> narrowed(const Buffer<float> &values, Element e) {
+    const halide_type_t type(e == Element::BF16 ? halide_type_bfloat : halide_type_float, 16);
+    std::vector<int> shape;
+    for (int d = 0; d < values.dimensions(); d++) shape.push_back(values.dim(d).extent());
+    Buffer<> b(type, shape);
+    const float *src = values.data();
+    uint16_t *dst = (uint16_t *)b.data();
+    for (size_t i = 0; i < values.number_of_elements(); i++) dst[i] = bits_of(src[i], e);
     b.set_host_dirty();
     return b;
 }
@@ -106,6 +178,7 @@ Buffer<float> random_buffer(std::vector<int> shape, std::mt19937 &rng) {
 // cuDNN's NHWC) is dense with x (N, or CO) innermost, so an output is read by its flat index.
 struct Operands {
     Buffer<float> a, b, out;
+    Buffer<> a_narrow, b_narrow;  // fp16 / bf16 problems: a and b as the pipelines take them
     // conv only: the input zero-padded and the (co, x, y, n) output of the autoscheduled
     // as_conv2d, a valid convolution (the input is padded once, outside the timed runs).
     Buffer<float> a_padded, out_4d;
@@ -117,8 +190,8 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
     Operands o;
     if (p.conv_kh) {
         const int pad = p.conv_kh / 2, oh = p.conv_h, ow = p.conv_w;
-        o.a = random_buffer({p.conv_ci, p.conv_w, p.conv_h, p.batch}, rng);
-        o.b = random_buffer({p.n, p.conv_ci, p.conv_kh, p.conv_kh}, rng);
+        o.a = random_buffer({p.conv_ci, p.conv_w, p.conv_h, p.batch}, rng, p.element);
+        o.b = random_buffer({p.n, p.conv_ci, p.conv_kh, p.conv_kh}, rng, p.element);
         o.out = Buffer<float>(p.n, ow * oh * p.batch);
         o.a_padded = Buffer<float>(p.conv_ci, p.conv_w + 2 * pad, p.conv_h + 2 * pad, p.batch);
         o.a_padded.fill(0.0f);
@@ -143,8 +216,8 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             return r;
         };
     } else if (p.batch > 1) {
-        o.a = random_buffer({p.k, p.m, p.batch}, rng);
-        o.b = random_buffer({p.n, p.k, p.batch}, rng);
+        o.a = random_buffer({p.k, p.m, p.batch}, rng, p.element);
+        o.b = random_buffer({p.n, p.k, p.batch}, rng, p.element);
         o.out = Buffer<float>(p.n, p.m, p.batch);
         o.nx = p.n, o.ny = p.m, o.nz = p.batch;
         o.reference = [=](int x, int y, int z, double *scale) {
@@ -157,8 +230,8 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             return r;
         };
     } else {
-        o.a = random_buffer({p.k, p.m}, rng);
-        o.b = random_buffer({p.n, p.k}, rng);
+        o.a = random_buffer({p.k, p.m}, rng, p.element);
+        o.b = random_buffer({p.n, p.k}, rng, p.element);
         o.out = Buffer<float>(p.n, p.m);
         o.nx = p.n, o.ny = p.m, o.nz = 1;
         o.reference = [=](int x, int y, int, double *scale) {
@@ -171,11 +244,16 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
             return r;
         };
     }
+    if (p.element != Element::F32) {
+        o.a_narrow = narrowed(o.a, p.element);
+        o.b_narrow = narrowed(o.b, p.element);
+    }
     return o;
 }
 
 // Wrong outputs among (at most) 2000 sampled ones; NaN-poisoned outputs count when unwritten.
-int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng) {
+// `tolerance` is relative to the sum of the terms' magnitudes.
+int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng, double tolerance) {
     const long total = (long)o.nx * o.ny * o.nz;
     const int samples = (int)std::min<long>(total, 2000);
     int wrong = 0;
@@ -184,7 +262,7 @@ int wrong_outputs(const Operands &o, const float *got, std::mt19937 &rng) {
         const int x = e % o.nx, y = (e / o.nx) % o.ny, z = e / ((long)o.nx * o.ny);
         double scale = 1e-6;
         const double ref = o.reference(x, y, z, &scale);
-        wrong += !(std::abs(got[e] - ref) <= 1e-4 * scale);
+        wrong += !(std::abs(got[e] - ref) <= tolerance * scale);
     }
     return wrong;
 }
@@ -203,7 +281,16 @@ struct Variant {
     double predicted_us = NAN;              // an autoscheduled variant: what the plugin predicted
     bool ours = true;                       // false for the libraries and Li2018: a run they
                                             // cannot make (status) is theirs to report, not a failure
+    bool modelled = true;                   // the model predicts its time from `schedule` (SIMT tiles)
+    double output_rounding = 0;             // relative error of an output rounded to fp16 / bf16
 };
+
+// What fp32 accumulation may lose, relative to the sum of the terms' magnitudes: 1e-4 as for
+// fp32 operands, or for fp16 / bf16 operands (exact products of multiples of 1/256) the bound
+// K 2^-24 of K fp32 additions, twice over for the order of mma.sync's internal sums.
+double accumulation_tolerance(const Problem &p) {
+    return p.element == Element::F32 ? 1e-4 : std::max(1e-4, 2.0 * p.k * std::ldexp(1.0, -24));
+}
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.
 alcop::model::Schedule default_tiles(int stages) {
@@ -212,7 +299,8 @@ alcop::model::Schedule default_tiles(int stages) {
     return s;
 }
 
-Variant halide_variant(const char *name, int stages, Fn fn, Buffer<float> *a, Buffer<float> *b, Buffer<float> *out,
+template<typename In>
+Variant halide_variant(const char *name, int stages, Fn fn, In *a, In *b, Buffer<float> *out,
                        alcop::model::Schedule schedule = alcop::model::Schedule()) {
     Variant v;
     v.name = name;
@@ -286,6 +374,11 @@ constexpr int CUDNN_FMA_MATH = 3;                                      // cudnn_
 constexpr int CUDNN_TENSOR_NHWC = 1;                                   // cudnn_graph.h:278
 constexpr int CUDNN_CROSS_CORRELATION = 1;                             // cudnn_graph.h:361
 constexpr int CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1;    // cudnn_ops.h:859
+constexpr int CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14;        // library_types.h:59-63
+constexpr int CUBLAS_COMPUTE_32F = 68;                                 // cublas_api.h:208
+constexpr int CUBLAS_GEMM_DEFAULT = -1;                                // cublas_api.h:123
+constexpr int CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9;            // cudnn_graph.h:225, 232
+constexpr int CUDNN_TENSOR_OP_MATH = 1;                                // cudnn_graph.h:252
 
 struct Vendor {
     // cuda_runtime_api.h:4581, 4752, 5957, 6807, 352
@@ -301,6 +394,12 @@ struct Vendor {
                           const float *, float *, int);
     int (*cublasSgemmStridedBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
                                      const float *, int, long long, const float *, float *, int, long long, int);
+    // cublas_api.h:3368, 4916 (fp16 / bf16 operands); null where this cuBLAS lacks them
+    int (*cublasGemmEx)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
+                        const void *, void *, int, int, int, int) = nullptr;
+    int (*cublasGemmStridedBatchedEx)(void *, int, int, int, int, int, const void *, const void *, int, int, long long,
+                                      const void *, int, int, long long, const void *, void *, int, int, long long, int,
+                                      int, int) = nullptr;
     // cudnn_graph.h:212, 214; cudnn_ops.h:96, 99, 181, 390, 393, 438; cudnn_cnn.h:90, 94, 97, 115, 232, 244
     int (*cudnnCreate)(void **);
     int (*cudnnDestroy)(void *);
@@ -331,6 +430,11 @@ struct Vendor {
             bind(blas, "cublasSgemmStridedBatched", &cublasSgemmStridedBatched) && cublasCreate_v2(&cublas) != 0) {
             cublas = nullptr;
         }
+        if (!bind(blas, "cublasGemmEx", &cublasGemmEx) ||
+            !bind(blas, "cublasGemmStridedBatchedEx", &cublasGemmStridedBatchedEx)) {
+            cublasGemmEx = nullptr;
+            cublasGemmStridedBatchedEx = nullptr;
+        }
         void *dnn = open_first({"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"});
         if (have_rt && bind(dnn, "cudnnCreate", &cudnnCreate) && bind(dnn, "cudnnDestroy", &cudnnDestroy) &&
             bind(dnn, "cudnnCreateTensorDescriptor", &cudnnCreateTensorDescriptor) &&
@@ -350,12 +454,13 @@ struct Vendor {
     }
 };
 
-// One problem on cuBLAS or cuDNN: device copies of the operands (cuDNN's filter transposed),
-// the descriptors, and the host copy of the output.
+// One problem on cuBLAS or cuDNN: device copies of the operands (cuDNN's filter transposed;
+// fp16 / bf16 problems: their bits), the descriptors, and the host copy of the output (fp32;
+// cuDNN's fp16 / bf16 output widened).
 class Anchor {
 public:
     Anchor(const Vendor &vendor, const Problem &p, const Operands &o)
-        : name(p.conv_kh ? "cuDNN" : "cuBLAS"), v(vendor), out_host(o.nx, o.ny, o.nz) {
+        : name(p.conv_kh ? "cuDNN" : "cuBLAS"), v(vendor), out_host(o.nx, o.ny, o.nz), element(p.element) {
         std::vector<float> filter(o.b.data(), o.b.data() + o.b.number_of_elements());
         if (p.conv_kh) {
             // Our weights are (co, ci, kx, ky) with co innermost: HWIO in memory, which no cuDNN
@@ -371,37 +476,59 @@ public:
                 }
             }
         }
-        ok = upload(&a, o.a.data(), o.a.number_of_elements()) && upload(&b, filter.data(), filter.size()) &&
-             upload(&out, nullptr, out_host.number_of_elements());
+        const bool narrow = element != Element::F32;
+        // cuBLAS writes fp32 (Ctype CUDA_R_32F); cuDNN's output has its input's type.
+        out_narrow = narrow && p.conv_kh;
+        ok = upload(&a, o.a.data(), o.a.number_of_elements(), narrow) &&
+             upload(&b, filter.data(), filter.size(), narrow) &&
+             upload(&out, nullptr, out_host.number_of_elements(), out_narrow);
         if (!ok) return;
         const float one = 1, zero = 0;
         if (!p.conv_kh) {
             // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS multiplies B (N x K,
-            // leading dimension N) by A (K x M, leading dimension K) into C (N x M).
-            run = [this, p, one, zero]() {
+            // leading dimension N) by A (K x M, leading dimension K) into C (N x M). fp16 /
+            // bf16: the Ex entry points, fp32 compute and output (tensor cores).
+            const float *fa = (const float *)a, *fb = (const float *)b;
+            float *fout = (float *)out;
+            const int t = element == Element::F16 ? CUDA_R_16F : CUDA_R_16BF;
+            ok = !narrow || (v.cublasGemmEx && v.cublasGemmStridedBatchedEx);
+            run = [this, p, one, zero, fa, fb, fout, narrow, t]() {
+                if (narrow) {
+                    return p.batch > 1 ? v.cublasGemmStridedBatchedEx(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k,
+                                                                      &one, b, t, p.n, (long long)p.n * p.k, a, t, p.k,
+                                                                      (long long)p.k * p.m, &zero, out, CUDA_R_32F, p.n,
+                                                                      (long long)p.n * p.m, p.batch, CUBLAS_COMPUTE_32F,
+                                                                      CUBLAS_GEMM_DEFAULT) :
+                                         v.cublasGemmEx(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, t,
+                                                        p.n, a, t, p.k, &zero, out, CUDA_R_32F, p.n, CUBLAS_COMPUTE_32F,
+                                                        CUBLAS_GEMM_DEFAULT);
+                }
                 return p.batch > 1 ?
-                           v.cublasSgemmStridedBatched(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n,
-                                                       (long long)p.n * p.k, a, p.k, (long long)p.k * p.m, &zero, out,
+                           v.cublasSgemmStridedBatched(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, fb, p.n,
+                                                       (long long)p.n * p.k, fa, p.k, (long long)p.k * p.m, &zero, fout,
                                                        p.n, (long long)p.n * p.m, p.batch) :
-                           v.cublasSgemm_v2(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, b, p.n, a, p.k,
-                                            &zero, out, p.n);
+                           v.cublasSgemm_v2(v.cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.n, p.m, p.k, &one, fb, p.n, fa, p.k,
+                                            &zero, fout, p.n);
             };
             return;
         }
         // NHWC input and output, KRSC filter, stride 1, same padding, plain FP32 arithmetic
-        // (CUDNN_DEFAULT_MATH would allow TF32 on sm_80+), and a fixed algorithm.
+        // (CUDNN_DEFAULT_MATH would allow TF32 on sm_80+), and a fixed algorithm. fp16 / bf16:
+        // input, filter and output of that type, fp32 compute, tensor cores (the
+        // PSEUDO_HALF / PSEUDO_BFLOAT16 configurations).
         const int pad = p.conv_kh / 2;
+        const int data = element == Element::F32 ? CUDNN_DATA_FLOAT :
+                         element == Element::F16 ? CUDNN_DATA_HALF :
+                                                   CUDNN_DATA_BFLOAT16;
         ok = v.cudnnCreateTensorDescriptor(&x_desc) == 0 && v.cudnnCreateTensorDescriptor(&y_desc) == 0 &&
              v.cudnnCreateFilterDescriptor(&w_desc) == 0 && v.cudnnCreateConvolutionDescriptor(&conv_desc) == 0 &&
-             v.cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.conv_ci, p.conv_h,
-                                          p.conv_w) == 0 &&
-             v.cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, p.batch, p.n, p.conv_h,
-                                          p.conv_w) == 0 &&
-             v.cudnnSetFilter4dDescriptor(w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, p.n, p.conv_ci, p.conv_kh,
-                                          p.conv_kh) == 0 &&
+             v.cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NHWC, data, p.batch, p.conv_ci, p.conv_h, p.conv_w) ==
+                 0 &&
+             v.cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NHWC, data, p.batch, p.n, p.conv_h, p.conv_w) == 0 &&
+             v.cudnnSetFilter4dDescriptor(w_desc, data, CUDNN_TENSOR_NHWC, p.n, p.conv_ci, p.conv_kh, p.conv_kh) == 0 &&
              v.cudnnSetConvolution2dDescriptor(conv_desc, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                                CUDNN_DATA_FLOAT) == 0 &&
-             v.cudnnSetConvolutionMathType(conv_desc, CUDNN_FMA_MATH) == 0 &&
+             v.cudnnSetConvolutionMathType(conv_desc, narrow ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) == 0 &&
              v.cudnnGetConvolutionForwardWorkspaceSize(v.cudnn, x_desc, w_desc, conv_desc, y_desc,
                                                        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
                                                        &workspace_bytes) == 0 &&
@@ -428,12 +555,22 @@ public:
         r.name = name;
         r.run = run;
         r.sync = [this]() { v.cudaDeviceSynchronize(); };
-        // All ones bytes are a NaN.
-        r.poison = [this]() { v.cudaMemset(out, 0xff, out_host.size_in_bytes()); };
-        r.result = [this]() {
-            v.cudaMemcpy(out_host.data(), out, out_host.size_in_bytes(), cudaMemcpyDeviceToHost);
+        // All ones bytes are a NaN (in fp32, fp16 and bf16).
+        const size_t out_bytes = out_host.number_of_elements() * (out_narrow ? 2 : 4);
+        r.poison = [this, out_bytes]() { v.cudaMemset(out, 0xff, out_bytes); };
+        r.result = [this, out_bytes]() {
+            if (!out_narrow) {
+                v.cudaMemcpy(out_host.data(), out, out_bytes, cudaMemcpyDeviceToHost);
+                return out_host.data();
+            }
+            std::vector<uint16_t> bits(out_host.number_of_elements());
+            v.cudaMemcpy(bits.data(), out, out_bytes, cudaMemcpyDeviceToHost);
+            for (size_t i = 0; i < bits.size(); i++) out_host.data()[i] = value_of(bits[i], element);
             return out_host.data();
         };
+        // An fp16 / bf16 output is rounded: up to 2^-8 of the value (bf16), which is at most
+        // the sum of the terms' magnitudes.
+        if (out_narrow) r.output_rounding = 1.0 / 256;
         return r;
     }
 
@@ -441,18 +578,42 @@ public:
     bool ok = false;  // the operands and descriptors are set up
 
 private:
-    bool upload(float **dst, const float *src, size_t n) {
-        return v.cudaMalloc((void **)dst, n * sizeof(float)) == 0 &&
-               (!src || v.cudaMemcpy(*dst, src, n * sizeof(float), cudaMemcpyHostToDevice) == 0);
+    /** Room for n elements on the device, and there those of `src` (if any): fp32, or where
+     * `narrow` the problem's fp16 / bf16 (which holds the values of `src` exactly). */
+    bool upload(void **dst, const float *src, size_t n, bool narrow) {
+        const size_t bytes = n * (narrow ? 2 : 4);
+        if (v.cudaMalloc(dst, bytes) != 0) return false;
+        if (!src) return true;
+        if (!narrow) return v.cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice) == 0;
+        std::vector<uint16_t> bits(n);
+        for (size_t i = 0; i < n; i++) bits[i] = bits_of(src[i], element);
+        return v.cudaMemcpy(*dst, bits.data(), bytes, cudaMemcpyHostToDevice) == 0;
     }
 
     const Vendor &v;
     Buffer<float> out_host;
-    float *a = nullptr, *b = nullptr, *out = nullptr;
+    Element element;
+    bool out_narrow = false;  // cuDNN's fp16 / bf16 output
+    void *a = nullptr, *b = nullptr, *out = nullptr;
     void *x_desc = nullptr, *y_desc = nullptr, *w_desc = nullptr, *conv_desc = nullptr, *workspace = nullptr;
     size_t workspace_bytes = 0;
     std::function<int()> run;
 };
+
+/** The tensor-core variants of an fp16 / bf16 problem: stages 1 and 3, the same tiles. */
+std::pair<Fn, Fn> tensor_core_variants(const Problem &p) {
+    const bool bf16 = p.element == Element::BF16;
+    if (p.conv_kh) {
+        return bf16 ? std::pair<Fn, Fn>{tc_conv_cuda_bf16_s1, tc_conv_cuda_bf16_s3} :
+                      std::pair<Fn, Fn>{tc_conv_cuda_f16_s1, tc_conv_cuda_f16_s3};
+    }
+    if (p.batch > 1) {
+        return bf16 ? std::pair<Fn, Fn>{tc_bmm_cuda_bf16_s1, tc_bmm_cuda_bf16_s3} :
+                      std::pair<Fn, Fn>{tc_bmm_cuda_f16_s1, tc_bmm_cuda_f16_s3};
+    }
+    return bf16 ? std::pair<Fn, Fn>{tc_gemm_cuda_bf16_s1, tc_gemm_cuda_bf16_s3} :
+                  std::pair<Fn, Fn>{tc_gemm_cuda_f16_s1, tc_gemm_cuda_f16_s3};
+}
 #endif
 
 }  // namespace
@@ -507,6 +668,16 @@ int main(int argc, char **argv) {
     } else {
         problems = {{"gemm 64x64x32", 1, 64, 64, 32}, {"conv 6x6x8->16 3x3", 1, 36, 16, 72, 6, 6, 8, 3}};
     }
+#ifdef ALCOP_BENCH_CUDA
+    // fp16 and bf16 on tensor cores: the same shapes, and GEMM 4096^3 (large), a batched matmul
+    // (tiny), each with either type.
+    std::vector<Problem> narrow_shapes = problems;
+    if (size == "large") narrow_shapes.insert(narrow_shapes.begin() + 1, {"gemm 4096^3", 1, 4096, 4096, 4096});
+    if (size == "tiny") narrow_shapes.push_back({"bmm 2x64x64x32", 2, 64, 64, 32});
+    for (Element e : {Element::F16, Element::BF16}) {
+        for (const Problem &p : narrow_shapes) problems.push_back(with_element(p, e));
+    }
+#endif
 
 #ifdef ALCOP_BENCH_CUDA
     // Halide's CUDA runtime loads the driver when first used and aborts through the Buffer
@@ -532,7 +703,7 @@ int main(int argc, char **argv) {
     std::vector<std::string> spilling;  // our variants whose kernels use local memory
     std::mt19937 rng(1);
     for (const Problem &p : problems) {
-        if (faults && (p.conv_kh || p.batch > 1)) continue;
+        if (faults && (p.conv_kh || p.batch > 1 || p.element != Element::F32)) continue;
         Operands o = make_operands(p, rng);
         Fn plain, pipelined, autoscheduled, li2018;
         if (p.conv_kh) {
@@ -559,8 +730,27 @@ int main(int argc, char **argv) {
             }
         }
 #endif
-        variants.push_back(halide_variant("stages 1", 1, plain, &o.a, &o.b, &o.out));
-        variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
+#ifdef ALCOP_BENCH_CUDA
+        if (p.element != Element::F32) {
+            // The generators' tensor-core schedule at its default tiles (the model knows SIMT
+            // tiles only).
+            const auto [s1, s3] = tensor_core_variants(p);
+            variants.push_back(halide_variant("TC s1", 1, s1, &o.a_narrow, &o.b_narrow, &o.out));
+            variants.push_back(halide_variant("TC s3", 3, s3, &o.a_narrow, &o.b_narrow, &o.out));
+            if (!p.conv_kh && p.batch == 1) {
+                // 4 stages of 16 KB (64 KB): past the 48 KB default, so this build raises the
+                // kernel's limit (CudaOptIn.h).
+                variants.push_back(
+                    halide_variant("TC s4", 4, p.element == Element::BF16 ? tc_gemm_cuda_bf16_s4 : tc_gemm_cuda_f16_s4,
+                                   &o.a_narrow, &o.b_narrow, &o.out));
+            }
+            for (Variant &v : variants) v.modelled = false;
+        }
+#endif
+        if (p.element == Element::F32) {
+            variants.push_back(halide_variant("stages 1", 1, plain, &o.a, &o.b, &o.out));
+            variants.push_back(halide_variant("ALCOP s3", 3, pipelined, &o.a, &o.b, &o.out));
+        }
 #ifdef ALCOP_BENCH_CUDA
         if (faults) {
             // Beside the correct stages-3 pipeline, the same one broken in four ways.
@@ -574,7 +764,7 @@ int main(int argc, char **argv) {
             }
         }
 #endif
-        if (!faults) {
+        if (!faults && p.element == Element::F32) {
             variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                               p.conv_kh ? &o.out_4d : &o.out));
 #ifdef ALCOP_BENCH_CUDA
@@ -586,7 +776,7 @@ int main(int argc, char **argv) {
             }
 #endif
         }
-        if (!faults) {
+        if (!faults && p.element == Element::F32) {
             // Halide 14's own GPU autoscheduler on the same plainly written contraction.
             // Its tiles shift inwards at the edges, so outputs narrower than a tile fail its
             // bounds check (the tiny conv2d): that row is then reported, not counted.
@@ -595,7 +785,7 @@ int main(int argc, char **argv) {
             variants.back().ours = false;
         }
 #ifdef ALCOP_BENCH_CUDA
-        if (!faults && !p.conv_kh && p.batch == 1) {
+        if (!faults && !p.conv_kh && p.batch == 1 && p.element == Element::F32) {
             // Both levels with 128 x 128 tiles: 4 shared stages of 16 KB, more than Halide's
             // 48 KB default, so this build raises the kernel's limit (CudaOptIn.h).
             alcop::model::Schedule deep;
@@ -646,7 +836,7 @@ int main(int argc, char **argv) {
                 if (used.max_local_bytes) spilling.push_back(p.name + " " + v.name);
             }
 #endif
-            const int wrong = wrong_outputs(o, v.result(), rng);
+            const int wrong = wrong_outputs(o, v.result(), rng, accumulation_tolerance(p) + v.output_rounding);
             const double ms = median_ms(v, runs);
             if (is_anchor) anchor_ms = ms;
             if (v.stages == 1) base_ms = ms;
@@ -655,7 +845,7 @@ int main(int argc, char **argv) {
             char speedup[16] = "-", vs_lib[16] = "-", model[16] = "-";
             if (!is_anchor && !std::isnan(base_ms)) snprintf(speedup, sizeof(speedup), "%.2fx", base_ms / ms);
             if (!is_anchor && !std::isnan(anchor_ms)) snprintf(vs_lib, sizeof(vs_lib), "%.2fx", anchor_ms / ms);
-            if (v.stages) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.schedule));
+            if (v.stages && v.modelled) snprintf(model, sizeof(model), "%.1f", predicted_us(p, v.schedule));
             if (!std::isnan(v.predicted_us)) snprintf(model, sizeof(model), "%.1f", v.predicted_us);
             // A fault is caught when some sampled output is wrong.
             const char *check = v.broken ? (wrong ? "caught" : "MISSED") : (wrong ? "WRONG" : "ok");

@@ -76,8 +76,8 @@ public:
         TensorCoreUse use;
         use.accumulator = name;
         use.tile = request;
-        use.a = ip.a->name;
-        use.b = ip.b->name;
+        use.a = staged_name(ip.a);
+        use.b = staged_name(ip.b);
 
         // Types the instruction has.
         const Type ta = ip.a->type, tb = ip.b->type;
@@ -152,10 +152,23 @@ private:
         return ip;
     }
 
+    /** The Func the update reads for the operand call `c`: `c`'s Func, or its wrapper for the
+     * accumulator (g.in(f), or a global g.in()), which lowering substitutes for it. */
+    std::string staged_name(const Call *c) const {
+        auto it = env.find(c->name);
+        if (it == env.end()) return c->name;
+        const std::map<std::string, FunctionPtr> &wrappers = it->second.schedule().wrappers();
+        for (const std::string &key : {f.name(), std::string()}) {
+            auto w = wrappers.find(key);
+            if (w != wrappers.end()) return Function(w->second).name();
+        }
+        return c->name;
+    }
+
     OperandMajor major(const Call *c, const std::string &outer, const char *side, const char *role) const {
         const std::string who = tensor_cores_call(name);
         const std::string op = user_name(c->name);
-        auto it = env.find(c->name);
+        auto it = env.find(staged_name(c));
         user_assert(c->call_type == Call::Halide && it != env.end() &&
                     it->second.schedule().memory_type() == MemoryType::GPUShared)
             << who << ": the operand " << op << " (" << role << ") must be a Func staged in GPU shared memory "

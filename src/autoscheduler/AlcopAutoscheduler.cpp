@@ -19,6 +19,51 @@ using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 
+/** Whether the tensor-core schedule applies to `c` (16-bit operands) on `target` with `gpu`;
+ * if not, why not, in *why. */
+bool tensor_cores_apply(const Contraction &c, const Target &target, const model::GpuSpec &gpu, std::string *why) {
+    const std::vector<int> md = c.m_dims();
+    const ContractionRVar &r0 = c.rvars[0];
+    const Function &f = c.reduction;
+    auto arg0_is = [](const Operand &o, const std::string &a, const std::string &b) {
+        const Variable *v = o.args.empty() ? nullptr : o.args[0].as<Variable>();
+        return v && (v->name == a || v->name == b);
+    };
+    if (!target.has_feature(Target::CUDA)) {
+        *why = "the target " + target.to_string() + " is not CUDA, and tensor cores are CUDA's mma.sync";
+    } else if (target.get_cuda_capability_lower_bound() < 80) {
+        *why = "mma.sync.m16n8k16 needs sm_80 or later, and the target asks for sm_" +
+               std::to_string(target.get_cuda_capability_lower_bound());
+    } else if (!gpu.has_mma_sync()) {
+        *why = "the modelled GPU " + gpu.name + " (" + gpu.arch() + ") has no mma.sync.m16n8k16";
+    } else if (!is_const(r0.extent) || r0.extent_estimate % model::kMmaK != 0) {
+        *why = "the extent of " + r0.name + " is not a compile-time constant multiple of 16 (each chunk of the " +
+               "reduction must be whole 16-wide mma.sync k steps)";
+    } else if (f.args()[0] != c.dims[c.n_dim()].reduction_var || f.args()[1] != c.dims[md[0]].reduction_var) {
+        *why = f.name() + "'s first two dimensions are not N and M, the layout of the instruction's accumulators";
+    } else if (!arg0_is(c.a, r0.name, c.dims[md[0]].reduction_var) ||
+               !arg0_is(c.b, r0.name, c.dims[c.n_dim()].reduction_var)) {
+        *why = "an operand's innermost dimension is neither the reduction nor its M or N dimension, so ldmatrix "
+               "cannot read its rows";
+    } else {
+        return true;
+    }
+    return false;
+}
+
+/** The problem a tensor-core schedule solves: its M tile runs along the first M dimension only,
+ * any further M dimension indexes blocks like a batch. */
+model::Problem tensor_core_problem(const Contraction &c) {
+    model::Problem p = c.problem;
+    const std::vector<int> md = c.m_dims();
+    p.m = c.dims[md[0]].extent;
+    p.batch = 1;
+    for (size_t i = 0; i < c.dims.size(); i++) {
+        if ((int)i != md[0] && (int)i != c.n_dim()) p.batch *= c.dims[i].extent;
+    }
+    return p;
+}
+
 /** The one-paragraph summary printed on every call. */
 std::string summary(const Contraction &c, const Result &r, const model::SearchOptions &search, const Choice &choice) {
     const Mapping &m = choice.chosen();
@@ -60,6 +105,10 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
         os << "// The reduction is chunked by " << m.s.kt << " where its extent is the estimated "
            << c.rvars[0].extent_estimate << ", and by 1 (still pipelined) otherwise.\n";
     }
+    if (r.tensor_cores) {
+        os << "// Tensor cores: mma.sync.m16n8k16 on " << model::to_string(c.problem.element)
+           << " operands, fp32 accumulators; warp tile " << m.s.tm << "x" << m.s.tn << ".\n";
+    }
     for (const std::string &w : warnings) os << "// Note: " << w << ".\n";
     return os.str();
 }
@@ -97,18 +146,34 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
                                             ".\n// A plain GPU schedule: no shared-memory staging, no pipelining.\n");
         return r;
     }
+    // --- Tensor cores for 16-bit operands where they apply; the FP32 SIMT schedule (on the
+    // converted operands) with a warning where not.
+    model::SearchOptions search_options = settings.search;
+    std::vector<std::string> warnings;
+    if (c->problem.element != model::Element::F32) {
+        std::string why_not;
+        r.tensor_cores = tensor_cores_apply(*c, target, *r.gpu, &why_not);
+        if (r.tensor_cores) {
+            c->problem = tensor_core_problem(*c);
+            search_options.space = model::SearchSpace::for_tensor_cores();
+        } else {
+            r.tensor_cores_why_not = why_not;
+            warnings.push_back(std::string("the ") + model::to_string(c->problem.element) +
+                               " operands get no tensor cores (" + why_not +
+                               "); applying the FP32 SIMT schedule to the converted operands");
+        }
+    }
     r.contraction = c;
 
     // --- Search: every candidate ranked by the model, then the one to apply.
-    r.search = model::search(c->problem, *r.gpu, settings.search);
+    r.search = model::search(c->problem, *r.gpu, search_options);
     const Choice choice = choose(*c, r.search, settings.candidate, r.gpu->name);
     r.applicable = choice.exact;
     const Mapping &m = choice.chosen();
     r.chosen = model::predict(c->problem, m.s, *r.gpu, settings.search.model);
-    const std::string said = summary(*c, r, settings.search, choice);
+    const std::string said = summary(*c, r, search_options, choice);
 
     // --- The schedule.
-    std::vector<std::string> warnings;
     if (choice.exact == 0) {
         warnings.push_back(
             "no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
@@ -120,7 +185,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
                                    "The launch limits the model chose under: " + r.gpu->name +
                                        "'s opt-in maximum (the app links HalideAlcop::cuda_opt_in).");
     }
-    const Chunking chunking = schedule_contraction(schedule, *c, m, warnings);
+    const Chunking chunking = r.tensor_cores ? schedule_tensor_core_contraction(schedule, *c, m, warnings) :
+                                               schedule_contraction(schedule, *c, m, warnings);
     r.k_chunked = chunking.k_chunked;
     r.k_condition = chunking.condition;
 
@@ -129,7 +195,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     for (const std::string &w : warnings) user_warning << "Alcop autoscheduler: " << w << ".\n";
     log << said;
     if (options.verbose) {
-        log << r.search.report(options.top);
+        log << r.search.report(options.top, /*explain=*/true);
     }
     return r;
 }

@@ -45,6 +45,15 @@
  * the edge blocks read it past the output's edges, which is safe for a Func defined everywhere
  * (a boundary condition) and a Halide bounds error at run time otherwise (a warning says so).
  *
+ * A contraction of fp16 or bf16 operands (fp32 accumulation) gets, on CUDA sm_80+ where K is a
+ * compile-time multiple of 16, f is laid out (N, M, ...) and the operands' innermost dimensions
+ * are K, M or N, the tensor-core schedule instead (ContractionSchedule.h,
+ * schedule_tensor_core_contraction): the model ranks the tensor-core space
+ * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
+ * mma.sync warp layout through alcop::schedule_tensor_core_tile, the operands are staged and
+ * pipelined as above (no register stages yet), and alcop::tensor_cores(f) asks for mma.sync.
+ * Elsewhere it gets the schedule above, on the converted operands, and a warning says why.
+ *
  * A pipeline that is not a recognized contraction gets a plain GPU schedule (every Func that
  * cannot be inlined at root, the two innermost dimensions that are safe to parallelize on
  * 16 x 16 (or 64) threads, one thread where none is) and a warning saying why it was not
@@ -102,6 +111,12 @@ struct Result {
     bool k_chunked = false;
     Halide::Expr k_condition;
     std::string schedule_source;
+    /** The contraction has fp16/bf16 operands and gets the tensor-core schedule; where it has
+     * them and does not, why not (the target below sm_80 or not CUDA, a K that is not a
+     * constant multiple of 16, a layout ldmatrix cannot read): it then gets the FP32 SIMT
+     * schedule, with a warning. */
+    bool tensor_cores = false;
+    std::string tensor_cores_why_not;
 };
 
 /** Schedule `p` for `target` as described above and return what was done. Throws

@@ -9,6 +9,28 @@ namespace alcop {
 namespace autoscheduler {
 
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
+    if (s.tensor_cores) {
+        // The warp tile's M rows run along the first M dimension alone (y of mma.sync's layout):
+        // a further M dimension indexes blocks. The reduction is chunked by the k tile (K is a
+        // constant it divides, tensor_cores_apply()). Fragments in registers stay one stage: the
+        // register-level pipelining of tensor-core fragments is not built yet.
+        if (s.reg_stages > 1) return std::nullopt;
+        // Not a warp tile 16 wide in N: the pass leaves the accumulators of some of those in local
+        // memory (the user's GEMM of test/tensorcore/TensorCoreGemm.h, 3 stages: 32x32, 64x32 and
+        // 128x32 blocks of 16x16 warps and 64x32, 128x32 of 32x16 with k tile 32, 64x64 of 16x16
+        // with k tile 64; with 6 stages a 32x32 block of 16x16 warps fails in codegen, "Symbol not
+        // found"), while every 32- and 64-wide one tried is clean.
+        if (s.tn < 32) return std::nullopt;
+        Mapping m;
+        m.s = s;
+        m.bx = s.bm;
+        m.by = 1;
+        const std::vector<int> md = c.m_dims();
+        m.divisible = c.dims[c.n_dim()].extent % s.bn == 0 && c.dims[md[0]].extent % s.bm == 0;
+        m.k_divisible = c.rvars[0].extent_estimate % s.kt == 0;
+        if (!m.k_divisible) return std::nullopt;
+        return m;
+    }
     // Register fragments (R >= 2) need a thread's fragment to be a constant number of
     // elements: with one M dimension (GEMM, batched GEMM) TM (or TN) values; with two (an
     // implicit-GEMM conv's pixel tile) its bounds go through the fused thread variable.
@@ -80,7 +102,12 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
     std::ostringstream os;
     os << std::fixed << std::setprecision(2);
     os << "; best-ranked " << top.to_string() << " predicts " << search.ranked[0].total_us << " us but "
-       << (top.reg_stages > 1 && tm == std::nullopt ?
+       << (top.tensor_cores && top.reg_stages > 1 ?
+               "the register-level pipelining of tensor-core fragments is not built yet" :
+           top.tensor_cores && top.tn < 32 ?
+               "warp tiles 16 wide in N are left out (their accumulators can "
+               "end up in local memory, Candidates.cpp)" :
+           top.reg_stages > 1 && tm == std::nullopt ?
                "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
            !tm              ? "its M tile cannot be laid out over the M dimensions" :
            !tm->k_divisible ? "its k tile does not divide the estimated K" :

@@ -100,6 +100,20 @@ const Call *as_func_call(const Expr &e) {
     return (c && c->call_type == Call::Halide && c->func.defined()) ? c : nullptr;
 }
 
+/** The factor's Func call: `e` itself, or the call inside `f32(e)` when e is fp16 or bf16 (the
+ * operands of a tensor-core contraction, accumulated in fp32). */
+const Call *factor_call(const Expr &e) {
+    const Cast *cast = e.as<Cast>();
+    if (cast && cast->type == Float(32) && (cast->value.type() == Float(16) || cast->value.type() == BFloat(16))) {
+        return as_func_call(cast->value);
+    }
+    return as_func_call(e);
+}
+
+model::Element element_of(const Type &t) {
+    return t == Float(16) ? model::Element::F16 : t == BFloat(16) ? model::Element::BF16 : model::Element::F32;
+}
+
 int64_t estimate_of(const Expr &e, std::string *missing_symbol) {
     SubstituteEstimates s;
     Expr v = simplify(s.mutate(e));
@@ -305,9 +319,14 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     if (!mul) {
         return fail("the update of " + f.name() + " is not f(...) = f(...) + a(...) * b(...)");
     }
-    const Call *ca = as_func_call(mul->a), *cb = as_func_call(mul->b);
+    const Call *ca = factor_call(mul->a), *cb = factor_call(mul->b);
     if (!ca || !cb) {
-        return fail("the update of " + f.name() + " multiplies values that are not calls to Funcs or inputs");
+        return fail("the update of " + f.name() +
+                    " multiplies values that are not calls to Funcs or inputs (or f32() of fp16 / bf16 ones)");
+    }
+    if (ca->type != cb->type) {
+        return fail("the factors of " + f.name() + " have different types (" + type_to_c_type(ca->type, false) +
+                    " and " + type_to_c_type(cb->type, false) + ")");
     }
     if (ca->name == cb->name) {
         return fail("both factors of " + f.name() + " read " + ca->name +
@@ -428,6 +447,7 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         c.kind = "GEMM";
     }
     p.name = c.kind;
+    p.element = element_of(c.a.func.output_types()[0]);
     return c;
 }
 

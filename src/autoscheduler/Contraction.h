@@ -17,6 +17,8 @@
  *    the first) an init plus one update without RDom `out(v...) = out(v...) + f(permutation)`;
  *  - `f` (FP32) has a pure definition (any value, e.g. 0) and exactly one update
  *        f(u0, ..., un) = f(u0, ..., un) + a(...) * b(...)      (or `+=`, either operand order)
+ *    where a and b are FP32, or both fp16 or both bf16 converted: f32(a(...)) * f32(b(...))
+ *    (problem.element says which: the tensor-core form);
  *    whose left-hand side is f's pure variables in order, with no RDom predicate;
  *  - `a` and `b` are two different pure Funcs (ImageParams and Generator Input buffers are
  *    such Funcs); their arguments are any expressions of f's variables and the RDom's;

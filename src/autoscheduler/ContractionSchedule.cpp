@@ -111,6 +111,7 @@ Dim step_loop(const Contraction &c) {
  * register stages (R >= 2, pipelined) and, for one M dimension (GEMM, batched GEMM), also with
  * R = 1, so that the fragments' reads from shared memory are the vectors below. */
 bool uses_fragments(const Contraction &c, const Mapping &m) {
+    if (m.s.tensor_cores) return false;  // ldmatrix reads the shared tiles
     return m.s.reg_stages > 1 || (m.s.reg_stages == 1 && c.m_dims().size() == 1);
 }
 
@@ -135,6 +136,22 @@ bool transposes_a(const Contraction &c, const Mapping &m) {
            expr_uses_var(c.a.args[0], c.rvars[0].name);
 }
 
+/** Splits the first RDom variable of the update into chunks of kt (exact: kt divides its extent
+ * where this branch runs), the serial step loop inside a chunk, and fuses the chunks with the
+ * RDom's other variables into one serial chunk loop, so that the pipeline runs across all of
+ * them. */
+void split_into_chunks(Chain &s, const Contraction &c, int kt) {
+    const std::string r0 = Schedule::sanitize(c.rvars[0].name);
+    const Dim chunk = chunk_loop(c);
+    Dim k = c.rvars.size() > 1 ? Dim{r0 + "_c", true} : chunk;
+    s.split({c.rvars[0].name, true}, k, step_loop(c), kt);
+    for (size_t i = 1; i < c.rvars.size(); i++) {
+        Dim next = (i + 1 == c.rvars.size()) ? chunk : Dim{r0 + "_c" + std::to_string(i), true};
+        s.fuse(k, {c.rvars[i].name, true}, next);
+        k = next;
+    }
+}
+
 /** Schedules the update: the reduction loops, then threads and register tiles. Chunks of kt
  * (kt > 1, where the extent is known to divide): the first RDom variable split by kt, its
  * chunks fused with the RDom's other variables into one serial loop, so that the pipeline runs
@@ -142,7 +159,6 @@ bool transposes_a(const Contraction &c, const Mapping &m) {
  * the serial chunk loop, the others stay serial loops around it (fusing a loop of symbolic
  * extent would make the tile's bounds div/mod expressions Halide cannot tighten). */
 void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
-    const std::string r0 = Schedule::sanitize(c.rvars[0].name);
     const Dim chunk = chunk_loop(c);
     // With pipelined register fragments (R >= 2) the step loop ki stays serial, for the pass to
     // unroll after pipelining; with plain ones (R = 1) it is unrolled here.
@@ -150,14 +166,7 @@ void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
     std::vector<Dim> outer_rvars;
     const Dim ki = step_loop(c);
     if (kt > 1) {
-        const bool fused = c.rvars.size() > 1;
-        Dim k = fused ? Dim{r0 + "_c", true} : chunk;
-        s.split({c.rvars[0].name, true}, k, ki, kt);
-        for (size_t i = 1; i < c.rvars.size(); i++) {
-            Dim next = (i + 1 == c.rvars.size()) ? chunk : Dim{r0 + "_c" + std::to_string(i), true};
-            s.fuse(k, {c.rvars[i].name, true}, next);
-            k = next;
-        }
+        split_into_chunks(s, c, kt);
     } else {
         s.rename({c.rvars[0].name, true}, chunk);
         for (size_t i = 1; i < c.rvars.size(); i++) outer_rvars.push_back({c.rvars[i].name, true});
@@ -186,6 +195,72 @@ void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
     s.done();
 }
 
+/** How the staged copies of the operands are specialized: the branch that reads the operands
+ * directly (where the reduction is chunked by KT, under `condition` when defined) and the
+ * generic one with clamped reads; the threads of a row of the block. */
+struct Copies {
+    bool k_chunked = false, k_generic = true;
+    Condition condition;
+    int threads_x = 0;
+};
+
+/** Stages `operand` (`func`, read by f) per chunk in GPU shared memory through a wrapper copied
+ * by all threads of the block, specialized as `copies` says, and pipelines it with the
+ * candidate's shared stages. Returns the wrapper. */
+FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &operand, FuncRef func, FuncRef f,
+                      const Mapping &m, const Copies &copies, std::vector<std::string> &warnings) {
+    const Dim chunk = chunk_loop(c);
+    const Operand *o = &operand;
+    const model::Schedule &s = m.s;
+    const std::string &r0 = c.rvars[0].name;
+    const FuncRef w = schedule.wrapper(func, f);
+    schedule.func(w).compute_at(f, chunk).store_in(MemoryType::GPUShared).done();
+    std::vector<Dim> args;
+    for (const Var &v : schedule.handle(w).args()) args.push_back({v.name()});
+    const bool transposed = o == &c.a && transposes_a(c, m);
+    std::vector<Dim> copy_order = args;  // the copy's loops, innermost first
+    if (transposed) {
+        std::swap(copy_order[0], copy_order[1]);
+        schedule.func(w).reorder_storage(copy_order).done();
+    }
+    // The tile's extent along every dimension the chunk variable does not index is the
+    // same in every branch: say so, so that Halide's bounds of the fused copy loops stay
+    // exact (they would otherwise widen the shared tile by what the guards cannot prove).
+    {
+        const std::vector<int64_t> extents = tile_extents(c, *o, m, 1);
+        for (size_t d = 0; d < args.size(); d++) {
+            if (extents[d] > 0 && !expr_uses_var(o->args[d], r0)) {
+                schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
+            }
+        }
+    }
+    if (copies.k_chunked) {
+        // 16-bit operands: one element per copy, until the copy lowering turns 16-byte vectors
+        // of halves into cp.async (tensor_core_gemm_ptx_test, DISABLED_CpAsyncCopiesOfHalves).
+        const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
+        const bool vectorize = !transposed && c.problem.element == model::Element::F32 && extents[0] > 0 &&
+                               extents[0] % copy_vector_width == 0;
+        Chain fast = schedule.stage(w, -1, copies.condition);
+        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads());
+    }
+    if (copies.k_generic || copies.condition.defined()) {
+        Chain generic = schedule.stage(w);
+        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads());
+        if (o->image) {
+            schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
+                                                  " at clamped coordinates (AlcopAutoscheduler.h).");
+        } else {
+            warnings.push_back(
+                "the operand " + o->func.name() +
+                " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile "
+                "read it "
+                "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
+        }
+    }
+    schedule.pipeline(w, s.smem_stages);
+    return w;
+}
+
 }  // namespace
 
 void split_off_reduction(Schedule &schedule, const Contraction &c) {
@@ -204,7 +279,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
     const FuncRef fa = schedule.pipeline_func(c.a.func);
     const FuncRef fb = schedule.pipeline_func(c.b.func);
     const model::Schedule &s = m.s;
-    const int threads_x = s.bn / s.tn, threads = s.threads();
+    const int threads_x = s.bn / s.tn;
     const std::vector<int> md = c.m_dims();
 
     // --- When the reduction is chunked by KT: an exact split (constant K), or a branch
@@ -326,6 +401,11 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         require(c.dims[md[0]].output_dim, m.bx);
         if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
     }
+    Copies copies;
+    copies.k_chunked = k_chunked;
+    copies.k_generic = k_generic;
+    copies.condition = copy_cond;
+    copies.threads_x = threads_x;
     if (k_chunked && copy_cond.defined()) {
         // The fast branch gets a kernel of its own. With both branches of every copy in one
         // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
@@ -334,50 +414,9 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         // Inside out's branch the copies' identical conditions simplify away.
         schedule.stage(out, reading_stage ? 0 : -1, copy_cond).done();
     }
-    const Dim chunk = chunk_loop(c);
     for (const Operand *o : {&c.a, &c.b}) {
-        const FuncRef w = schedule.wrapper(o == &c.a ? fa : fb, f);
-        schedule.func(w).compute_at(f, chunk).store_in(MemoryType::GPUShared).done();
-        std::vector<Dim> args;
-        for (const Var &v : schedule.handle(w).args()) args.push_back({v.name()});
+        const FuncRef w = stage_operand(schedule, c, *o, o == &c.a ? fa : fb, f, m, copies, warnings);
         const bool transposed = o == &c.a && transposes_a(c, m);
-        std::vector<Dim> copy_order = args;  // the copy's loops, innermost first
-        if (transposed) {
-            std::swap(copy_order[0], copy_order[1]);
-            schedule.func(w).reorder_storage(copy_order).done();
-        }
-        // The tile's extent along every dimension the chunk variable does not index is the
-        // same in every branch: say so, so that Halide's bounds of the fused copy loops stay
-        // exact (they would otherwise widen the shared tile by what the guards cannot prove).
-        {
-            const std::vector<int64_t> extents = tile_extents(c, *o, m, 1);
-            for (size_t d = 0; d < args.size(); d++) {
-                if (extents[d] > 0 && !expr_uses_var(o->args[d], r0.name)) {
-                    schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
-                }
-            }
-        }
-        if (k_chunked) {
-            const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
-            const bool vectorize = !transposed && extents[0] > 0 && extents[0] % copy_vector_width == 0;
-            Chain fast = schedule.stage(w, -1, copy_cond);
-            schedule_copy(fast, copy_order, vectorize, threads_x, threads);
-        }
-        if (k_generic || copy_cond.defined()) {
-            Chain generic = schedule.stage(w);
-            schedule_copy(generic, copy_order, false, threads_x, threads);
-            if (o->image) {
-                schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
-                                                      " at clamped coordinates (AlcopAutoscheduler.h).");
-            } else {
-                warnings.push_back(
-                    "the operand " + o->func.name() +
-                    " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile "
-                    "read it "
-                    "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
-            }
-        }
-        schedule.pipeline(w, s.smem_stages);
 
         if (uses_fragments(c, m)) {
             // Each thread's fragment of the operand at one k step, in registers, R slots: read
@@ -402,6 +441,92 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         }
     }
     schedule.enable();
+    return chunking;
+}
+
+Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
+                                          std::vector<std::string> &warnings) {
+    const FuncRef out = schedule.pipeline_func(c.output);
+    const FuncRef f = schedule.pipeline_func(c.reduction);
+    const FuncRef fa = schedule.pipeline_func(c.a.func);
+    const FuncRef fb = schedule.pipeline_func(c.b.func);
+    const model::Schedule &s = m.s;
+    const std::vector<int> md = c.m_dims();
+    const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
+
+    // --- The output: block tiles on GPU blocks (N, the first M dimension, then every other
+    // dimension fused), and in each block the accumulators' warp layout on the threads, which
+    // is what lets each thread read only the accumulators its lane holds. Both stages when the
+    // output accumulates f.
+    const int reading_stage = c.output_accumulates ? 1 : 0;
+    const Dim n_o{n_dim.output_var + "_o"}, n_i{n_dim.output_var + "_i"};
+    const Dim m_o{m_dim.output_var + "_o"}, m_i{m_dim.output_var + "_i"};
+    for (int stage = 0; stage <= reading_stage; stage++) {
+        Chain o = schedule.stage(out, stage ? 0 : -1);
+        o.split({n_dim.output_var}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
+            .split({m_dim.output_var}, m_o, m_i, s.bm, TailStrategy::GuardWithIf);
+        std::vector<Dim> blocks{n_o, m_o};
+        Dim z;
+        for (size_t i = 0; i < c.dims.size(); i++) {
+            if ((int)i == c.n_dim() || (int)i == md[0]) continue;
+            const Dim d{c.dims[i].output_var};
+            if (!z.name.empty()) {
+                const Dim fused{z.name + "_" + d.name};
+                o.fuse(z, d, fused);
+                z = fused;
+            } else {
+                z = d;
+            }
+        }
+        std::vector<Dim> order{n_i, m_i, n_o, m_o};
+        if (!z.name.empty()) {
+            order.push_back(z);
+            blocks.push_back(z);
+        }
+        o.reorder(order).gpu_blocks(blocks);
+        o.done();
+        schedule.tensor_core_tile({out, stage ? 0 : -1}, n_i, m_i, s.tm, s.tn);
+    }
+
+    // --- The accumulators: one block tile in registers, in the same warp layout.
+    {
+        Chain acc = schedule.func(f);
+        acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
+        for (const ContractionDim &d : c.dims) {
+            const int extent = &d == &n_dim ? s.bn : &d == &m_dim ? s.bm : 1;
+            acc.bound_extent({d.reduction_var}, extent);
+        }
+        acc.done();
+    }
+    const Dim x{n_dim.reduction_var}, y{m_dim.reduction_var};
+    schedule.tensor_core_tile({f, -1}, x, y, s.tm, s.tn);
+    // The update: K in chunks of KT (a constant KT divides: tensor_cores_apply()), whose k loop
+    // the pass replaces by mma.sync steps, inside the threads; the chunk loop outside them.
+    {
+        Chain update = schedule.stage(f, 0);
+        split_into_chunks(update, c, s.kt);
+        update.done();
+    }
+    schedule.tensor_core_tile({f, 0}, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
+
+    // --- The staged operands, read directly where the output is a whole number of block tiles
+    // (a kernel of its own) and at clamped coordinates elsewhere.
+    Copies copies;
+    copies.k_chunked = true;
+    copies.k_generic = false;
+    copies.threads_x = 32;
+    copies.condition.terms.push_back(
+        {Condition::Term::Kind::OutputExtentDivides, out, n_dim.output_dim, (int64_t)s.bn});
+    copies.condition.terms.push_back(
+        {Condition::Term::Kind::OutputExtentDivides, out, m_dim.output_dim, (int64_t)s.bm});
+    schedule.stage(out, reading_stage ? 0 : -1, copies.condition).done();
+    for (const Operand *o : {&c.a, &c.b}) {
+        stage_operand(schedule, c, *o, o == &c.a ? fa : fb, f, m, copies, warnings);
+    }
+    schedule.tensor_cores(f, s.tm, s.tn);
+    schedule.enable();
+    Chunking chunking;
+    chunking.k_chunked = true;
     return chunking;
 }
 

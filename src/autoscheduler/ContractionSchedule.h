@@ -42,6 +42,15 @@ struct Chunking {
 Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                               std::vector<std::string> &warnings);
 
+/** The tensor-core schedule of `c` (16-bit operands, `m.s.tensor_cores`) through the public
+ * directives a user would write (docs/tensor-cores.md): the output's and the accumulators' block
+ * tiles in the mma.sync warp layout (alcop::schedule_tensor_core_tile), K chunked by KT
+ * (assumes a constant extent KT divides: tensor_cores_apply()), the operands staged in shared
+ * memory and pipelined with S stages, alcop::tensor_cores on the accumulators. Register-level
+ * stages of the fragments are not applied (not built yet for tensor cores). */
+Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
+                                          std::vector<std::string> &warnings);
+
 }  // namespace autoscheduler
 }  // namespace alcop
 

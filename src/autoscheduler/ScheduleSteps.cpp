@@ -420,6 +420,27 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::string &comment) {
     add(std::move(s));
 }
 
+void Schedule::tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
+                                const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks) {
+    Step s{Step::Kind::TensorCoreTile};
+    s.stage = std::move(stage);
+    s.x = x;
+    s.y = y;
+    s.warp_m = warp_m;
+    s.warp_n = warp_n;
+    s.within_chunk = within_chunk;
+    s.chunks = chunks;
+    add(std::move(s));
+}
+
+void Schedule::tensor_cores(FuncRef f, int warp_m, int warp_n) {
+    Step s{Step::Kind::TensorCores};
+    s.func = f;
+    s.warp_m = warp_m;
+    s.warp_n = warp_n;
+    add(std::move(s));
+}
+
 void Schedule::enable() {
     Step s{Step::Kind::Enable};
     s.shared_memory_limit = launch_limits.shared_memory_bytes;
@@ -484,6 +505,23 @@ void Schedule::add(Step step) {
     case Step::Kind::Clamp:
         alcop::autoscheduler::clamp_to_input_bounds(handle(step.func));
         break;
+    case Step::Kind::TensorCoreTile: {
+        const StageRef &s = step.stage;
+        Func f = handle(s.func);
+        Stage stage = s.update >= 0 ? f.update(s.update) : Stage(f);
+        if (s.specialization.defined()) stage = stage.specialize(expr(s.specialization));
+        auto rvars = [](const std::vector<Dim> &dims) {
+            std::vector<RVar> r;
+            for (const Dim &d : dims) r.push_back(RVar(d.name));
+            return r;
+        };
+        alcop::schedule_tensor_core_tile(stage, Var(step.x.name), Var(step.y.name), step.warp_m, step.warp_n,
+                                         rvars(step.within_chunk), rvars(step.chunks));
+        break;
+    }
+    case Step::Kind::TensorCores:
+        alcop::tensor_cores(handle(step.func), step.warp_m, step.warp_n);
+        break;
     case Step::Kind::Enable:
         if (step.shared_memory_limit || step.register_limit) {
             alcop::Options options;
@@ -534,6 +572,22 @@ std::string Schedule::source(const std::string &header) const {
             break;
         case Step::Kind::Clamp:
             body << "alcop::autoscheduler::clamp_to_input_bounds(" << names.func(step.func) << ");\n";
+            break;
+        case Step::Kind::TensorCoreTile: {
+            // Vars in argument order: the order of the declarations follows first use.
+            std::string text = "alcop::schedule_tensor_core_tile(" + stage_text(step.stage, names) + ", ";
+            text += names.var(step.x) + ", ";
+            text += names.var(step.y) + ", " + std::to_string(step.warp_m) + ", " + std::to_string(step.warp_n);
+            if (!step.within_chunk.empty() || !step.chunks.empty()) {
+                text += ", {" + dims_text(step.within_chunk, names) + "}";
+                text += ", {" + dims_text(step.chunks, names) + "}";
+            }
+            body << text << ");\n";
+            break;
+        }
+        case Step::Kind::TensorCores:
+            body << "alcop::tensor_cores(" << names.func(step.func) << ", " << step.warp_m << ", " << step.warp_n
+                 << ");\n";
             break;
         case Step::Kind::Enable:
             if (step.shared_memory_limit || step.register_limit) {

@@ -118,6 +118,9 @@ struct Step {
         Pipeline,     ///< alcop::pipeline(func, value[, alcop::Level::Register])
         Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func)
         Enable,       ///< alcop::enable(pipeline, target)
+        /// alcop::schedule_tensor_core_tile(stage, x, y, warp_m, warp_n, {within...}, {chunks...})
+        TensorCoreTile,
+        TensorCores,  ///< alcop::tensor_cores(func, warp_m, warp_n)
     };
     enum class Origin { PipelineFunc, Wrapper, RFactor };
     Kind kind;
@@ -132,6 +135,11 @@ struct Step {
     FuncRef func;
     int value = 0;  ///< Pipeline: the stages
     bool register_level = false;
+    // TensorCoreTile (on `stage`), TensorCores (on `func`): the warp tile; the block tile's N and
+    // M dimensions; the reduction loops inside a chunk and the chunk loops
+    int warp_m = 0, warp_n = 0;
+    Dim x, y;
+    std::vector<Dim> within_chunk, chunks;
     // Enable: alcop::Options' limits (0: the target's defaults, and plain enable(pipeline, target))
     int64_t shared_memory_limit = 0;
     int register_limit = 0;
@@ -203,6 +211,11 @@ public:
 
     void pipeline(FuncRef f, int stages, bool register_level = false);
     void clamp_to_input_bounds(FuncRef f, const std::string &comment);
+    /** alcop::schedule_tensor_core_tile on `stage` (a Func's pure definition or its update). */
+    void tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
+                          const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {});
+    /** alcop::tensor_cores(f, warp_m, warp_n). */
+    void tensor_cores(FuncRef f, int warp_m, int warp_n);
     /** alcop::enable, with the launch limits set by set_launch_limits() if any. */
     void enable();
     /** The pass checks the kernels against these (alcop::Options::shared_memory_limit and

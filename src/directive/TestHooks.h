@@ -3,9 +3,11 @@
 
 /** \file
  * The internal hook through which the tests reach into the pass: deliberate defects, which
- * prove that the numerical, IR and PTX checks bite, and a replacement copy lowering (the
- * async-visibility emulation of test/support). Not installed; nothing in the product sets it,
- * and with the default Hooks the pass is exactly what alcop::enable installs.
+ * prove that the numerical, IR and PTX checks bite, a replacement copy lowering (the
+ * async-visibility emulation of test/support) and a replacement of the tensor-core
+ * instructions (their emulation in plain code, test/support/EmulatedTensorCores.h). Not
+ * installed; nothing in the product sets it, and with the default Hooks the pass is exactly
+ * what alcop::enable installs.
  */
 
 #include "alcop/Directive.h"
@@ -41,6 +43,11 @@ struct Hooks {
     /** Makes the copy lowering of every pipelined kernel instead of Options::copies (which
      * then only decides how the generator writes its copies). */
     std::function<std::unique_ptr<CopyLowering>()> copies;
+    /** Applied to the lowered pipeline after the tensor-core rewrite, the operands' swizzle
+     * and the compaction of the registers: replaces the ldmatrix / mma markers by code the
+     * target can run. When set, the tensor-core analysis accepts any GPU target (the markers
+     * need CUDA sm_80+ otherwise). */
+    std::function<Halide::Internal::Stmt(const Halide::Internal::Stmt &)> tensor_cores;
 };
 
 /** alcop::enable with hooks. */

@@ -17,7 +17,7 @@ namespace {
 // Every global->shared copy and every fragment read is a 4-wide (16-byte)
 // vector access.
 constexpr int kVectorWidth = 4;
-constexpr int kBytesPerElement = 4;  // FP32
+constexpr int kBytesPerElement = 4;  // FP32: the SIMT kernels' operands, and C
 
 // Registers a thread needs besides accumulators, fragments and staging:
 // thread/block indices, the A, B and C base pointers and their strides, the
@@ -26,6 +26,23 @@ constexpr int kBytesPerElement = 4;  // FP32
 // 64x64 t4x4 GEMM reading shared memory directly, 22-24 for its register
 // fragments read as vectors from A's transposed tile); we take the middle.
 constexpr int kAddressAndLoopRegisters = 27;
+
+// The same for the tensor-core kernels, per lane: the ldmatrix row addresses of the ring slots
+// (one per operand and slot, constant offsets after that), the copies' global and shared
+// addresses, the k loop, the output's base. Fitted, with the quarter of the accumulators ptxas
+// holds on top of them (kTensorCoreExtraPerAccumulator), to ptxas -v for sm_80 on the user's
+// GEMM of docs/tensor-cores.md (test/autoscheduler, TensorCoreModel), docs/model.md §3.
+constexpr int kTensorCoreAddressRegisters = 22;
+constexpr double kTensorCoreExtraPerAccumulator = 0.25;
+
+// mma.sync.m16n8k16: 2 * 16 * 8 * 16 FLOPs; each lane holds 4 fp32 accumulators per 16 x 8
+// tile; ldmatrix.x4 gives each lane 4 32-bit registers (a 16 x 16 tile of A, or two 16 x 8
+// tiles of B) and reads 4 x 128 bytes, 4 shared-memory wavefronts; C is stored as pairs (c0, c1
+// and c2, c3 are adjacent columns).
+constexpr double kMmaFlops = 2.0 * kMmaM * kMmaN * kMmaK;
+constexpr int kAccumulatorsPerTile = 4;
+constexpr int kLdmatrixWavefronts = 4;
+constexpr int kAccumulatorsPerStore = 2;
 
 // Block-wide barriers per main-loop iteration, as the lowering emits them:
 //  - pipelined (S >= 2): one. LowerPipelines ends each iteration with
@@ -75,6 +92,10 @@ double cycles_to_us(double cycles, double clock_ghz) {
     return cycles / (clock_ghz * 1e3);
 }
 
+int64_t round_up_to(int64_t a, int64_t unit) {
+    return (a + unit - 1) / unit * unit;
+}
+
 std::string format(const char *fmt, ...) {
     char buf[1024];
     va_list args;
@@ -109,8 +130,9 @@ struct Iteration {
     // Per warp and iteration: cycles on its scheduler's FMA lanes, issue
     // slots on its scheduler, and its share of the SM's shared-memory pipe.
     double fma_per_warp = 0, issue_per_warp = 0, smem_per_warp = 0;
-    double chain = 0;    // one warp's own dependence chain
-    double c_block = 0;  // one block alone on the SM: max(throughput, chain) + barriers
+    double chain = 0;     // one warp's own dependence chain
+    double c_block = 0;   // one block alone on the SM: max(throughput, chain) + barriers
+    double c_stores = 0;  // store instructions per warp for its part of the C tile
     double epilogue_per_block = 0;
 };
 
@@ -121,6 +143,84 @@ struct Iteration {
 double throughput_cycles(const Iteration &it, int64_t warps_on_sm, int schedulers) {
     const double busiest = double(ceil_div(warps_on_sm, schedulers));
     return std::max(busiest * std::max(it.fma_per_warp, it.issue_per_warp), warps_on_sm * it.smem_per_warp);
+}
+
+// The per-warp terms of one iteration of the FP32 CUDA-core kernel (docs/model.md §6).
+void simt_terms(const Schedule &s, const GpuSpec &gpu, bool async, int barriers, Iteration &it) {
+    const double lanes = gpu.fp32_lanes_per_sm;
+    const int schedulers = gpu.schedulers_per_sm;
+    const int tile_fmas = s.tm * s.tn;
+    // FMA lanes: every thread does TM*TN FMAs per k step; a warp instruction
+    // takes fma_cpi cycles on its scheduler's lanes (2 with 16 lanes per
+    // scheduler, 1 with 32).
+    const double fma_cpi = gpu.warp_size / (lanes / schedulers);
+    it.fma_per_warp = double(s.kt) * tile_fmas * fma_cpi;
+    // Shared-memory pipe. Threads are laid out N-fastest, so a warp covers
+    // warp_cols thread columns and warp_rows thread rows; per k step it reads
+    // warp_rows*TM distinct A values and warp_cols*TN distinct B values (the
+    // rest are broadcasts), in at least one wavefront per load instruction. A's
+    // tile keeps k innermost, as it is copied, so a thread's TM values of one k
+    // step are KT apart: TM scalar loads (measured on an H200, a 64x64 t4x4
+    // GEMM keeps the shared-memory pipe 83% busy, which vector A loads would
+    // not). B's TN values are contiguous: vector loads. The stage's stores into
+    // shared memory are shared out over the warps.
+    const int warp_cols = std::min(gpu.warp_size, s.bn / s.tn);
+    const int warp_rows = gpu.warp_size / warp_cols;
+    const int lds_a = s.tm;
+    const int lds_b = static_cast<int>(ceil_div(s.tn, kVectorWidth));
+    const double wf_a = std::max<double>(lds_a, std::ceil(warp_rows * s.tm * kBytesPerElement / kSmemBytesPerCycle));
+    const double wf_b = std::max<double>(lds_b, std::ceil(warp_cols * s.tn * kBytesPerElement / kSmemBytesPerCycle));
+    it.smem_per_warp = double(s.kt) * (wf_a + wf_b) + s.bytes_per_stage() / (kSmemBytesPerCycle * it.warps);
+    // Issue: FMAs, fragment loads, the copy (cp.async is one instruction per
+    // vector; a synchronous or register-staged copy is a load and a store) and
+    // the loop's own overhead; one instruction per cycle per scheduler.
+    const int copy_instructions = s.copy_vectors_per_thread_per_stage() * (async ? 1 : 2);
+    it.issue_per_warp =
+        double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions + kLoopOverheadInstructions + barriers;
+    // One warp's own dependence chain per k step: with one register slot it
+    // must wait for its fragment loads before its FMAs; with two it loads the
+    // next k step's fragments while computing this one.
+    const double step_fmas = tile_fmas * fma_cpi;
+    const double step =
+        s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas) : gpu.smem_latency_cycles + step_fmas;
+    it.chain = s.kt * step;
+    // C: 4-wide vector stores of each thread's tile.
+    it.c_stores = double(ceil_div(tile_fmas, kVectorWidth));
+}
+
+// The per-warp terms of one iteration of the tensor-core kernel (docs/model.md §6b): per
+// 16-wide k step, ldmatrix.x4 of the warp's A rows and B columns, then one mma.sync per 16 x 8
+// tile of the warp tile. `mma_flops` is the SM's mma.sync rate for the operands' type.
+void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, int barriers, Iteration &it) {
+    const int schedulers = gpu.schedulers_per_sm;
+    const double steps = double(s.kt) / kMmaK;
+    const int tiles = s.mma_tiles_per_warp(), ldmatrix = s.ldmatrix_per_k_step();
+    // Tensor cores: one per scheduler, so an mma.sync occupies its scheduler's tensor core for
+    // 4096 FLOPs / (the SM's rate / schedulers) cycles: 8 on A100 and H100/H200, 32 on the
+    // GeForce parts (fp32 accumulation at half the fp16 rate).
+    const double mma_cpi = kMmaFlops / (mma_flops / schedulers);
+    it.fma_per_warp = steps * tiles * mma_cpi;
+    // Shared memory: every ldmatrix.x4 reads 4 x 128 bytes, conflict-free in swizzled tiles: 4
+    // wavefronts; the stage's copies store its bytes, shared out over the warps.
+    it.smem_per_warp = steps * ldmatrix * kLdmatrixWavefronts + s.bytes_per_stage() / (kSmemBytesPerCycle * it.warps);
+    // Issue: the mma.sync and ldmatrix, one 16-byte cp.async per 8 halves, the loop overhead.
+    it.issue_per_warp =
+        steps * (tiles + ldmatrix) + s.copy_vectors_per_thread_per_stage() + kLoopOverheadInstructions + barriers;
+    // One warp's chain per k step: its tiles' mma.sync back to back on its tensor core, and at
+    // least the latency of one mma.sync on the accumulators the previous step updated; with one
+    // register slot the fragments' ldmatrix comes first, with two it overlaps the previous
+    // step's mma.sync.
+    const double step_mma = std::max(tiles * mma_cpi, gpu.mma_latency_cycles);
+    const double step =
+        s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_mma) : gpu.smem_latency_cycles + step_mma;
+    it.chain = steps * step;
+    // C: each lane's accumulators as pairs (8-byte stores).
+    it.c_stores = double(ceil_div(kAccumulatorsPerTile * tiles, kAccumulatorsPerStore));
+}
+
+// The SM's mma.sync FLOPs per clock for `p`'s operands.
+double mma_flops_per_clk(const Problem &p, const GpuSpec &gpu) {
+    return p.element == Element::BF16 ? gpu.mma_bf16_flops_per_clk_per_sm : gpu.mma_f16_flops_per_clk_per_sm;
 }
 
 Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
@@ -149,8 +249,9 @@ double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &g
                            int64_t total_blocks, double l2_traffic) {
     // A Problem built by hand may leave the unique bytes at 0: read that as
     // dense operands.
-    const double a_bytes = p.a_bytes > 0 ? double(p.a_bytes) : 4.0 * p.batch * p.m * p.k;
-    const double b_bytes = p.b_bytes > 0 ? double(p.b_bytes) : 4.0 * p.batch * p.k * p.n;
+    const double eb = element_bytes(p.element);
+    const double a_bytes = p.a_bytes > 0 ? double(p.a_bytes) : eb * p.batch * p.m * p.k;
+    const double b_bytes = p.b_bytes > 0 ? double(p.b_bytes) : eb * p.batch * p.k * p.n;
     const double unique = a_bytes + b_bytes + double(p.c_bytes());
     if (a_bytes + b_bytes <= gpu.l2_bytes / 2) {
         return unique;
@@ -165,9 +266,9 @@ double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &g
     const int64_t cols = std::min(gx, count) * batches;
     // Dense operands have a_scale = b_scale = 1; an implicit-GEMM convolution
     // re-reads input pixels across rows of its virtual A, which L2 absorbs.
-    const double a_scale = a_bytes / (4.0 * p.batch * p.m * p.k);
-    const double b_scale = b_bytes / (4.0 * p.batch * p.k * p.n);
-    const double wave_bytes = 4.0 * p.k * (rows * s.bm * a_scale + cols * s.bn * b_scale);
+    const double a_scale = a_bytes / (eb * p.batch * p.m * p.k);
+    const double b_scale = b_bytes / (eb * p.batch * p.k * p.n);
+    const double wave_bytes = eb * p.k * (rows * s.bm * a_scale + cols * s.bn * b_scale);
     const double waves = double(ceil_div(total_blocks, concurrent));
     const double dram = waves * wave_bytes + double(p.c_bytes());
     return std::min(std::max(dram, unique), std::max(unique, l2_traffic));
@@ -179,6 +280,10 @@ double estimate_dram_bytes(const Problem &p, const Schedule &s, const GpuSpec &g
 std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options, int *regs,
                             Occupancy *occ) {
     const int threads = s.threads();
+    if (s.tensor_cores && !gpu.has_mma_sync()) {
+        return format("tensor cores: mma.sync.m16n8k16 needs sm_80 or later, and %s is %s", gpu.name.c_str(),
+                      gpu.arch().c_str());
+    }
     if (threads > gpu.max_threads_per_block) {
         return format("%d threads per block, more than the %d %s allows", threads, gpu.max_threads_per_block,
                       gpu.name.c_str());
@@ -207,7 +312,7 @@ std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOp
         }
         return msg;
     }
-    const int warps = threads / gpu.warp_size;
+    const int warps = s.threads() / gpu.warp_size;
     const int64_t regs_per_warp = round_up(int64_t(*regs) * gpu.warp_size, gpu.register_alloc_unit);
     if (regs_per_warp * warps > gpu.max_registers_per_block) {
         return format("needs %lld registers per block (%d threads x %lld allocated), more than the %d a block may hold",
@@ -270,39 +375,68 @@ double Problem::flops() const {
 std::string Problem::to_string() const {
     std::string dims = batch > 1 ? format("%lldx", (long long)batch) : std::string();
     dims += format("%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+    if (element != Element::F32) {
+        dims += std::string(" ") + model::to_string(element);
+    }
     return name.empty() ? dims : name + " (" + dims + ")";
 }
 
-Problem make_gemm(int64_t m, int64_t n, int64_t k) {
-    return make_bmm(1, m, n, k);
+int element_bytes(Element e) {
+    return e == Element::F32 ? 4 : 2;
 }
 
-Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k) {
+const char *to_string(Element e) {
+    switch (e) {
+    case Element::F32:
+        return "f32";
+    case Element::F16:
+        return "f16";
+    case Element::BF16:
+        return "bf16";
+    }
+    return "?";
+}
+
+Problem make_gemm(int64_t m, int64_t n, int64_t k, Element element) {
+    return make_bmm(1, m, n, k, element);
+}
+
+Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k, Element element) {
     Problem p;
     p.name = batch > 1 ? "bmm" : "gemm";
     p.batch = batch;
     p.m = m;
     p.n = n;
     p.k = k;
-    p.a_bytes = kBytesPerElement * batch * m * k;
-    p.b_bytes = kBytesPerElement * batch * k * n;
+    p.element = element;
+    p.a_bytes = element_bytes(element) * batch * m * k;
+    p.b_bytes = element_bytes(element) * batch * k * n;
     return p;
 }
 
-Problem make_conv2d_nhwc(const Conv2dShape &c) {
+Problem make_conv2d_nhwc(const Conv2dShape &c, Element element) {
     Problem p;
     p.name = "conv2d";
     p.batch = 1;
     p.m = c.n * c.out_h() * c.out_w();
     p.n = c.co;
     p.k = c.kh * c.kw * c.ci;
-    p.a_bytes = kBytesPerElement * c.n * c.h * c.w * c.ci;  // the input, not its im2col
-    p.b_bytes = kBytesPerElement * c.kh * c.kw * c.ci * c.co;
+    p.element = element;
+    p.a_bytes = element_bytes(element) * c.n * c.h * c.w * c.ci;  // the input, not its im2col
+    p.b_bytes = element_bytes(element) * c.kh * c.kw * c.ci * c.co;
     return p;
 }
 
+int64_t Schedule::slot_bytes_per_stage() const {
+    if (!tensor_cores) {
+        return bytes_per_stage();
+    }
+    const int64_t a = int64_t(element_bytes()) * kt * bm, b = int64_t(element_bytes()) * kt * bn;
+    return round_up_to(a, kSwizzlePeriodBytes) + round_up_to(b, kSwizzlePeriodBytes);
+}
+
 std::string Schedule::to_string() const {
-    return format("%dx%dx%d t%dx%d S%d R%d", bm, bn, kt, tm, tn, smem_stages, reg_stages);
+    return format("%dx%dx%d %c%dx%d S%d R%d", bm, bn, kt, tensor_cores ? 'w' : 't', tm, tn, smem_stages, reg_stages);
 }
 
 bool structurally_valid(const Schedule &s, std::string *why) {
@@ -322,7 +456,16 @@ bool structurally_valid(const Schedule &s, std::string *why) {
         return fail("register stages must be 1 or 2");
     }
     if (s.bm % s.tm != 0 || s.bn % s.tn != 0) {
-        return fail(format("thread tile %dx%d does not divide block tile %dx%d", s.tm, s.tn, s.bm, s.bn));
+        return fail(format("%s tile %dx%d does not divide block tile %dx%d", s.tensor_cores ? "warp" : "thread", s.tm,
+                           s.tn, s.bm, s.bn));
+    }
+    if (s.tensor_cores) {
+        // A warp tile of whole 16 x 16 tiles: ldmatrix.x4 reads A in 16 x 16 and B in pairs of
+        // 16 x 8; a chunk of whole 16-wide k steps.
+        if (s.tm % 16 != 0 || s.tn % 16 != 0 || s.kt % kMmaK != 0) {
+            return fail(
+                format("tensor cores: warp tile %dx%d and k tile %d must be multiples of 16", s.tm, s.tn, s.kt));
+        }
     }
     const int threads = s.threads();
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
@@ -367,6 +510,16 @@ const char *to_string(RuntimeLimits limits) {
 }
 
 int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
+    if (s.tensor_cores) {
+        // Per lane: c0..c3 of every 16 x 8 tile, and a quarter of that again (what ptxas holds
+        // beyond them grows with the warp tile: measured, not derived); per register stage, A's
+        // ldmatrix.x4 (4 per 16 rows) and B's (2 per 8 columns). Tensor cores need sm_80, so
+        // copies are cp.async: no staging registers.
+        const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
+        const int fragments = s.reg_stages * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN));
+        return accumulators + int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + fragments +
+               kTensorCoreAddressRegisters;
+    }
     const int accumulators = s.tm * s.tn;
     const int fragments = s.reg_stages * (s.tm + s.tn);
     // Without cp.async a prefetched stage sits in registers from its global
@@ -447,7 +600,7 @@ const char *to_string(Bound b) {
     case Bound::DeviceMemory:
         return "the device memory floor";
     case Bound::DevicePeak:
-        return "the FP32 peak floor";
+        return "the compute peak floor";
     }
     return "?";
 }
@@ -472,6 +625,9 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     std::string why;
     if (!structurally_valid(s, &why)) {
         return reject(r, why);
+    }
+    if (s.tensor_cores && p.element == Element::F32) {
+        return reject(r, "tensor cores (mma.sync.m16n8k16) multiply fp16 or bf16 operands, and this problem's are f32");
     }
 
     // --- Feasibility: the limits a launch would hit. ---
@@ -503,56 +659,23 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
         it.d = 1;  // register-staged: the staging registers hold one tile
     }
 
-    const double lanes = gpu.fp32_lanes_per_sm;
-    const int schedulers = gpu.schedulers_per_sm;
-    const int tile_fmas = s.tm * s.tn;
     it.warps = warps;
-    // FMA lanes: every thread does TM*TN FMAs per k step; a warp instruction
-    // takes fma_cpi cycles on its scheduler's lanes (2 with 16 lanes per
-    // scheduler, 1 with 32).
-    const double fma_cpi = gpu.warp_size / (lanes / schedulers);
-    it.fma_per_warp = double(s.kt) * tile_fmas * fma_cpi;
-    // Shared-memory pipe. Threads are laid out N-fastest, so a warp covers
-    // warp_cols thread columns and warp_rows thread rows; per k step it reads
-    // warp_rows*TM distinct A values and warp_cols*TN distinct B values (the
-    // rest are broadcasts), in at least one wavefront per load instruction. A's
-    // tile keeps k innermost, as it is copied, so a thread's TM values of one k
-    // step are KT apart: TM scalar loads (measured on an H200, a 64x64 t4x4
-    // GEMM keeps the shared-memory pipe 83% busy, which vector A loads would
-    // not). B's TN values are contiguous: vector loads. The stage's stores into
-    // shared memory are shared out over the warps.
-    const int warp_cols = std::min(gpu.warp_size, s.bn / s.tn);
-    const int warp_rows = gpu.warp_size / warp_cols;
-    const int lds_a = s.tm;
-    const int lds_b = static_cast<int>(ceil_div(s.tn, kVectorWidth));
-    const double wf_a = std::max<double>(lds_a, std::ceil(warp_rows * s.tm * kBytesPerElement / kSmemBytesPerCycle));
-    const double wf_b = std::max<double>(lds_b, std::ceil(warp_cols * s.tn * kBytesPerElement / kSmemBytesPerCycle));
-    it.smem_per_warp = double(s.kt) * (wf_a + wf_b) + s.bytes_per_stage() / (kSmemBytesPerCycle * warps);
-    // Issue: FMAs, fragment loads, the copy (cp.async is one instruction per
-    // vector; a synchronous or register-staged copy is a load and a store) and
-    // the loop's own overhead; one instruction per cycle per scheduler.
-    const int copy_vectors = s.copy_vectors_per_thread_per_stage();
-    const int copy_instructions = copy_vectors * (async ? 1 : 2);
     const int barriers = barriers_per_iteration(s.smem_stages);
-    it.issue_per_warp =
-        double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions + kLoopOverheadInstructions + barriers;
-    // One warp's own dependence chain per k step: with one register slot it
-    // must wait for its fragment loads before its FMAs; with two it loads the
-    // next k step's fragments while computing this one.
-    const double step_fmas = tile_fmas * fma_cpi;
-    const double step =
-        s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_fmas) : gpu.smem_latency_cycles + step_fmas;
-    it.chain = s.kt * step;
+    if (s.tensor_cores) {
+        tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, it);
+    } else {
+        simt_terms(s, gpu, async, barriers, it);
+    }
+    const int schedulers = gpu.schedulers_per_sm;
     it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) + barriers * kBarrierCycles;
     // Load: latency plus the stage's transfer at the SM's share of L2 bandwidth.
     const double l2_per_sm = kSustainedL2Fraction * gpu.l2_bytes_per_clk_per_sm();
     it.transfer = s.bytes_per_stage() / l2_per_sm;
     it.load = gpu.global_latency_cycles + it.transfer;
-    // Epilogue per block: write the BM x BN tile of C (bandwidth, or the issue
-    // of its vector stores if that is slower).
+    // Epilogue per block: write the BM x BN tile of C (bandwidth, or the issue of its stores if
+    // that is slower).
     const double c_tile_bytes = double(kBytesPerElement) * s.bm * s.bn;
-    const double store_issue = double(ceil_div(warps, schedulers)) * ceil_div(tile_fmas, kVectorWidth);
-    it.epilogue_per_block = std::max(c_tile_bytes / l2_per_sm, store_issue);
+    it.epilogue_per_block = std::max(c_tile_bytes / l2_per_sm, double(ceil_div(warps, schedulers)) * it.c_stores);
 
     r.k_iterations = it.e;
     r.prefetch_distance = it.d;
@@ -587,7 +710,8 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     r.dram_traffic_bytes = estimate_dram_bytes(p, s, gpu, r.occ.blocks_per_sm, r.total_blocks, r.l2_traffic_bytes);
     r.memory_floor_us = std::max(r.dram_traffic_bytes / (kSustainedDramFraction * gpu.dram_gbps * 1e3),
                                  r.l2_traffic_bytes / (kSustainedL2Fraction * gpu.l2_gbps * 1e3));
-    r.compute_floor_us = p.flops() / (gpu.fp32_tflops * 1e6);
+    r.compute_floor_us = s.tensor_cores ? p.flops() / (mma_flops_per_clk(p, gpu) * gpu.sm_count * gpu.clock_ghz * 1e3) :
+                                          p.flops() / (gpu.fp32_tflops * 1e6);
 
     const double pipeline_us = r.prologue_us + r.main_loop_us + r.epilogue_us;
     r.total_us = std::max({pipeline_us, r.memory_floor_us, r.compute_floor_us});
@@ -615,9 +739,14 @@ std::string Prediction::explain() const {
     if (!feasible) {
         return out + "infeasible: " + reason + ".";
     }
+    if (s.tensor_cores) {
+        out +=
+            format("%d warps of %dx%d on tensor cores (%d mma.sync and %d ldmatrix.x4 per warp and 16-wide k step), ",
+                   s.warps(), s.tm, s.tn, s.mma_tiles_per_warp(), s.ldmatrix_per_k_step());
+    }
     out += format("%d threads, %s of shared memory per block (%d x %lld B; limit %s, %s) and %d registers per thread "
                   "(%d allocated; limit %d). ",
-                  threads, kib(smem_per_block).c_str(), s.smem_stages, (long long)s.bytes_per_stage(),
+                  threads, kib(smem_per_block).c_str(), s.smem_stages, (long long)s.slot_bytes_per_stage(),
                   kib(smem_limit).c_str(), to_string(limits), regs_estimated, occ.regs_allocated, register_limit);
     out += format(
         "Occupancy %d blocks/SM (%.0f%% of warps), limited by %s (smem allows %d, registers %d, threads %d, slots %d); "
@@ -626,9 +755,9 @@ std::string Prediction::explain() const {
         occ.by_slots, (long long)total_blocks, waves);
     out +=
         format("The main loop runs %lld iteration%s; one loads a stage in %.0f cycles (%.0f of them transfer) "
-               "and computes it in %.0f (FMA %.0f, shared memory %.0f, issue %.0f, warp chain %.0f, plus barriers); ",
+               "and computes it in %.0f (%s %.0f, shared memory %.0f, issue %.0f, warp chain %.0f, plus barriers); ",
                (long long)k_iterations, k_iterations == 1 ? "" : "s", load_cycles, load_transfer_cycles, compute_cycles,
-               fma_cycles, smem_cycles, issue_cycles, warp_chain_cycles);
+               s.tensor_cores ? "mma.sync" : "FMA", fma_cycles, smem_cycles, issue_cycles, warp_chain_cycles);
     if (exposed_load_cycles > 0) {
         out += format("with prefetch distance %d, %.0f cycles of load per iteration stay exposed. ", prefetch_distance,
                       exposed_load_cycles);

@@ -46,13 +46,24 @@
 namespace alcop {
 namespace model {
 
-/** A contraction C[batch][M][N] = sum_k A[batch][M][k] * B[batch][k][N], FP32. */
+/** The element type of a contraction's operands; C and the accumulation are FP32 in every case. */
+enum class Element {
+    F32,
+    F16,
+    BF16,
+};
+int element_bytes(Element e);
+const char *to_string(Element e);
+
+/** A contraction C[batch][M][N] = sum_k A[batch][M][k] * B[batch][k][N], FP32 accumulation and
+ * output, operands of `element`. */
 struct Problem {
     std::string name;
     int64_t batch = 1;
     int64_t m = 0, n = 0, k = 0;
-    /** Bytes of distinct A and B data in DRAM. For a plain GEMM 4*batch*M*K and
-     * 4*batch*K*N; an implicit-GEMM convolution reads each input pixel for many
+    Element element = Element::F32;
+    /** Bytes of distinct A and B data in DRAM. For a plain FP32 GEMM 4*batch*M*K and
+     * 4*batch*K*N (2 bytes an element for F16 and BF16); an implicit-GEMM convolution reads each input pixel for many
      * rows of its virtual A, so its unique A bytes are the input tensor's size.
      * 0 means dense (the GEMM sizes). */
     int64_t a_bytes = 0, b_bytes = 0;
@@ -66,8 +77,8 @@ struct Problem {
     std::string to_string() const;
 };
 
-Problem make_gemm(int64_t m, int64_t n, int64_t k);
-Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k);
+Problem make_gemm(int64_t m, int64_t n, int64_t k, Element element = Element::F32);
+Problem make_bmm(int64_t batch, int64_t m, int64_t n, int64_t k, Element element = Element::F32);
 
 /** A 2-D convolution over an NHWC input with CO filters of KH x KW x CI. */
 struct Conv2dShape {
@@ -83,37 +94,71 @@ struct Conv2dShape {
 };
 
 /** Implicit GEMM: M = N*OH*OW, N = CO, K = KH*KW*CI, batch 1. */
-Problem make_conv2d_nhwc(const Conv2dShape &conv);
+Problem make_conv2d_nhwc(const Conv2dShape &conv, Element element = Element::F32);
 
-/** A candidate schedule. See the file comment for what each field means. */
+/** mma.sync.aligned.m16n8k16: the tile one instruction computes, and the alignment of the
+ * swizzled shared slots of its operands (the XOR swizzle permutes 16-byte chunks within 8 rows
+ * of 128 bytes, src/plan/Swizzle.h, so a slot that starts inside a period would break it). */
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kSwizzlePeriodBytes = 1024;
+
+/** A candidate schedule. See the file comment for what each field means.
+ *
+ * With tensor_cores, the kernel is the tensor-core one (docs/tensor-cores.md): 16-bit operands,
+ * a warp of 32 lanes computes a TM x TN *warp* tile (tm, tn: multiples of 16) with
+ * mma.sync.m16n8k16 on fragments that ldmatrix.x4 reads from swizzled shared tiles; R register
+ * stages double-buffer those fragments. */
 struct Schedule {
     int bm = 0, bn = 0;  // block tile
     int kt = 0;          // k tile: reduction elements per main-loop iteration
-    int tm = 0, tn = 0;  // thread tile
+    int tm = 0, tn = 0;  // thread tile (SIMT) or warp tile (tensor cores)
     int smem_stages = 1;
     int reg_stages = 1;
+    bool tensor_cores = false;
 
-    int threads() const {
+    int warps() const {
         return (tm > 0 && tn > 0) ? (bm / tm) * (bn / tn) : 0;
     }
-    /** One shared stage: an A tile (KT x BM) and a B tile (KT x BN), FP32. */
-    int64_t bytes_per_stage() const {
-        return int64_t(4) * kt * (bm + bn);
+    int threads() const {
+        return tensor_cores ? 32 * warps() : warps();
     }
+    /** Bytes of an operand element: FP32 on CUDA cores, fp16/bf16 on tensor cores. */
+    int element_bytes() const {
+        return tensor_cores ? 2 : 4;
+    }
+    /** One shared stage: an A tile (KT x BM) and a B tile (KT x BN). */
+    int64_t bytes_per_stage() const {
+        return int64_t(element_bytes()) * kt * (bm + bn);
+    }
+    /** The shared memory one stage occupies: its two tiles, each in a slot aligned to the
+     * swizzle period with tensor cores (kSwizzlePeriodBytes), as they are. */
+    int64_t slot_bytes_per_stage() const;
     /** Shared memory per block: S stages and nothing else. */
     int64_t smem_bytes() const {
-        return smem_stages * bytes_per_stage();
+        return smem_stages * slot_bytes_per_stage();
+    }
+    /** Tensor cores: the 16 x 8 accumulator tiles of a warp tile, and the ldmatrix.x4 of one
+     * 16-wide k step for A (one per 16 rows) and B (one per 16 columns). */
+    int mma_tiles_per_warp() const {
+        return (tm / kMmaM) * (tn / kMmaN);
+    }
+    int ldmatrix_per_k_step() const {
+        return tm / 16 + tn / 16;
     }
     /** Elements each thread copies from global memory per stage. */
     int elements_per_thread_per_stage() const {
         return threads() > 0 ? kt * (bm + bn) / threads() : 0;
     }
-    /** 4-wide copies the busiest thread issues per stage: rounds over the threads, per tile. */
-    int copy_vectors_per_thread_per_stage() const {
-        const int t = threads();
-        return t > 0 ? (kt * bm / 4 + t - 1) / t + (kt * bn / 4 + t - 1) / t : 0;
+    /** Elements of one 16-byte copy: 4 FP32 or 8 halves. */
+    int copy_vector_elements() const {
+        return 16 / element_bytes();
     }
-    /** "128x128x8 t8x8 S3 R1" */
+    /** 16-byte copies the busiest thread issues per stage: rounds over the threads, per tile. */
+    int copy_vectors_per_thread_per_stage() const {
+        const int t = threads(), v = copy_vector_elements();
+        return t > 0 ? (kt * bm / v + t - 1) / t + (kt * bn / v + t - 1) / t : 0;
+    }
+    /** "128x128x8 t8x8 S3 R1", with tensor cores "128x128x32 w64x64 S3 R1" */
     std::string to_string() const;
 };
 
@@ -157,8 +202,10 @@ bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options = M
           std::string *why = nullptr);
 
 /** Registers per thread our kernels need, before allocation rounding:
- *   TM*TN accumulators + R*(TM+TN) fragment slots + 28 address/loop registers
- *   + (no cp.async and S >= 2) one stage of staged elements per thread.
+ *   TM*TN accumulators + R*(TM+TN) fragment slots + 27 address/loop registers
+ *   + (no cp.async and S >= 2) one stage of staged elements per thread;
+ * with tensor cores, per lane: 4 accumulators per 16 x 8 tile of the warp tile, R fragment slots
+ * of 4 registers per 16 rows of A and 2 per 8 columns of B, and the address/loop registers.
  * docs/model.md explains each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
 
@@ -208,7 +255,7 @@ enum class Bound {
     LoadLatency,      // a block waits for tiles the prefetch distance does not cover
     BlockChain,       // too few warps: a block's own FMA/fragment-load chain and barriers
     DeviceMemory,     // the DRAM or L2 floor for the whole problem
-    DevicePeak,       // the FP32 peak floor
+    DevicePeak,       // the FP32 (or mma.sync) peak floor
 };
 const char *to_string(Bound b);
 
@@ -250,7 +297,8 @@ struct Prediction {
     /** One block's iteration if it had the SM alone: max(throughput, latency)
      * plus barriers. */
     double compute_cycles = 0;
-    // The throughput terms of one block's iteration and the per-warp chain.
+    // The throughput terms of one block's iteration and the per-warp chain. With tensor cores
+    // fma_cycles is the time of the mma.sync on the tensor cores.
     double fma_cycles = 0, smem_cycles = 0, issue_cycles = 0, warp_chain_cycles = 0;
     /** Main-loop time per iteration (of a full wave) during which the SM's
      * compute waits for tiles. Zero means the stages hide the loads. */

@@ -45,6 +45,10 @@ std::vector<GpuSpec> make_table() {
         g.fp32_lanes_per_sm = 64;
         g.fp32_tflops = 15.7;
         g.fp16_mma_tflops = 125;
+        // sm_70 has mma.sync.m8n8k4 only: no m16n8k16 and no bf16 (PTX ISA, "Warp-level matrix
+        // multiply-accumulate instructions"), so no tensor-core candidate fits a V100.
+        g.mma_f16_flops_per_clk_per_sm = 0;
+        g.mma_bf16_flops_per_clk_per_sm = 0;
         gpus.push_back(g);
     }
     {
@@ -69,6 +73,11 @@ std::vector<GpuSpec> make_table() {
         g.fp32_lanes_per_sm = 64;
         g.fp32_tflops = 19.5;
         g.fp16_mma_tflops = 312;
+        // 1024 dense FP16 FMA per clock per SM (A100 whitepaper, Table "A100 SM"), fp16 and bf16
+        // alike: 2048 x 108 x 1.41 GHz = 311.9 TFLOP/s, the datasheet's 312.
+        g.mma_f16_flops_per_clk_per_sm = 2048;
+        g.mma_bf16_flops_per_clk_per_sm = 2048;
+        g.mma_latency_cycles = 32;
         gpus.push_back(g);
     }
     {
@@ -93,6 +102,11 @@ std::vector<GpuSpec> make_table() {
         g.fp32_lanes_per_sm = 128;
         g.fp32_tflops = 35.6;
         g.fp16_mma_tflops = 71;  // FP32 accumulate (142 with FP16 accumulate)
+        // GA102 whitepaper: 71 TFLOP/s fp16 and bf16 with fp32 accumulation on the RTX 3090:
+        // 512 x 82 x 1.695 GHz = 71.2.
+        g.mma_f16_flops_per_clk_per_sm = 512;
+        g.mma_bf16_flops_per_clk_per_sm = 512;
+        g.mma_latency_cycles = 32;
         gpus.push_back(g);
     }
     {
@@ -117,6 +131,11 @@ std::vector<GpuSpec> make_table() {
         g.fp32_lanes_per_sm = 128;
         g.fp32_tflops = 82.6;
         g.fp16_mma_tflops = 165.2;  // FP32 accumulate (330.3 with FP16 accumulate)
+        // Ada whitepaper: 165.2 TFLOP/s fp16 and bf16 with fp32 accumulation on the RTX 4090:
+        // 512 x 128 x 2.52 GHz = 165.2.
+        g.mma_f16_flops_per_clk_per_sm = 512;
+        g.mma_bf16_flops_per_clk_per_sm = 512;
+        g.mma_latency_cycles = 32;
         gpus.push_back(g);
     }
     {
@@ -141,6 +160,13 @@ std::vector<GpuSpec> make_table() {
         g.fp32_lanes_per_sm = 128;
         g.fp32_tflops = 66.9;
         g.fp16_mma_tflops = 989.4;  // dense (1979 with sparsity)
+        // The dense peak is wgmma's: 4096 FLOPs per clock per SM, twice A100's per SM (Hopper
+        // whitepaper), quoted at 1830 MHz (4096 x 132 x 1.83 GHz = 989.4). mma.sync does not reach
+        // it: issued by single warps and synchronous, it gets about half (docs/model.md, §12), the
+        // per-SM rate of A100, which is what our kernels use.
+        g.mma_f16_flops_per_clk_per_sm = 2048;
+        g.mma_bf16_flops_per_clk_per_sm = 2048;
+        g.mma_latency_cycles = 32;
         gpus.push_back(g);
     }
     {

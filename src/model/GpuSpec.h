@@ -84,9 +84,18 @@ struct GpuSpec {
     int fp32_lanes_per_sm = 0;
     /** Datasheet FP32 peak in TFLOP/s; equals 2 * lanes * SMs * clock. */
     double fp32_tflops = 0;
-    /** Datasheet dense FP16-input, FP32-accumulate tensor-core peak in TFLOP/s.
-     * Informational: our kernels are FP32 CUDA-core kernels and do not use it. */
+    /** Datasheet dense FP16-input, FP32-accumulate tensor-core peak in TFLOP/s (on Hopper the
+     * rate of wgmma, which our kernels do not use; see mma_f16_flops_per_clk_per_sm). */
     double fp16_mma_tflops = 0;
+    /** What mma.sync.aligned.m16n8k16 (fp16 or bf16 operands, fp32 accumulation) sustains, in
+     * dense FLOPs per core clock per SM (one instruction is 2 * 16 * 8 * 16 = 4096 FLOPs): 0
+     * where the instruction does not exist (sm_70). On Hopper this is about half of the dense
+     * peak, which only wgmma reaches. docs/model.md gives the source of each number. */
+    int mma_f16_flops_per_clk_per_sm = 0;
+    int mma_bf16_flops_per_clk_per_sm = 0;
+    /** Cycles from one mma.sync issuing to a dependent one (the same accumulators) issuing:
+     * a microbenchmark estimate. */
+    double mma_latency_cycles = 0;
 
     // Derived quantities.
     int max_warps_per_sm() const {
@@ -96,6 +105,10 @@ struct GpuSpec {
     double l2_bytes_per_clk_per_sm() const;
     /** DRAM bytes per core cycle for the whole chip. */
     double dram_bytes_per_clk() const;
+    /** Whether mma.sync.m16n8k16 with fp16 / bf16 operands exists here (sm_80+). */
+    bool has_mma_sync() const {
+        return mma_f16_flops_per_clk_per_sm > 0;
+    }
     /** "sm_90" etc. */
     std::string arch() const;
 };

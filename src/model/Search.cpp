@@ -25,6 +25,14 @@ bool faster(const Prediction &a, const Prediction &b) {
 
 }  // namespace
 
+SearchSpace SearchSpace::for_tensor_cores() {
+    SearchSpace space;
+    space.thread_tiles = {16, 32, 64};
+    space.k_tiles = {16, 32, 64};
+    space.tensor_cores = true;
+    return space;
+}
+
 std::vector<Schedule> enumerate_schedules(const SearchSpace &space) {
     std::vector<Schedule> out;
     out.reserve(space.block_tiles.size() * space.block_tiles.size() * space.thread_tiles.size() *
@@ -41,6 +49,7 @@ std::vector<Schedule> enumerate_schedules(const SearchSpace &space) {
                         s.tm = tm;
                         s.tn = tn;
                         s.kt = kt;
+                        s.tensor_cores = space.tensor_cores;
                         // Validity does not depend on the stage counts, so
                         // test the tile shape once.
                         if (!structurally_valid(s)) {
@@ -97,7 +106,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     return result;
 }
 
-std::string SearchResult::report(size_t top) const {
+std::string SearchResult::report(size_t top, bool explain) const {
     std::string out;
     char line[512];
     snprintf(line, sizeof(line),
@@ -122,6 +131,9 @@ std::string SearchResult::report(size_t top) const {
                  r.schedule.to_string().c_str(), r.threads, (long long)r.smem_per_block, r.occ.regs_allocated, occ,
                  r.waves, r.prefetch_distance, r.exposed_load_cycles, r.total_us, to_string(r.bound));
         out += line;
+    }
+    for (size_t i = 0; explain && i < n; i++) {
+        out += std::to_string(i + 1) + ". " + ranked[i].explain() + "\n";
     }
     return out;
 }

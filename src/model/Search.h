@@ -33,10 +33,16 @@ namespace model {
 
 struct SearchSpace {
     std::vector<int> block_tiles{16, 32, 64, 128, 256};  // BM and BN
-    std::vector<int> thread_tiles{1, 2, 4, 8};           // TM and TN
+    std::vector<int> thread_tiles{1, 2, 4, 8};           // TM and TN (warp tiles with tensor cores)
     std::vector<int> k_tiles{4, 8, 16, 32};              // KT
     int max_smem_stages = 6;                             // S in 1..max
     int max_reg_stages = 2;                              // R in 1..max
+    /** Tensor-core schedules (Schedule::tensor_cores): thread_tiles are then warp tiles. */
+    bool tensor_cores = false;
+
+    /** The tensor-core space: block tiles 16..256, warp tiles 16, 32, 64 (M and N), k tiles 16,
+     * 32, 64, S 1..6, R 1..2 (3,780 valid schedules). */
+    static SearchSpace for_tensor_cores();
 };
 
 /** Every structurally valid schedule in `space`, in a fixed order. */
@@ -66,8 +72,9 @@ struct SearchResult {
     double seconds = 0;
 
     /** A table of the `top` best candidates with their predicted times and the
-     * terms that explain them, preceded by the counts and the search time. */
-    std::string report(size_t top = 10) const;
+     * terms that explain them, preceded by the counts and the search time; with `explain`,
+     * followed by each one's Prediction::explain(). */
+    std::string report(size_t top = 10, bool explain = false) const;
 };
 
 SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &options = SearchOptions());

@@ -94,7 +94,9 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // on the kernels they ask for. The operands' tiles are swizzled right after the rewrite
     // that builds the ldmatrix rows (it measures the tiles' strides on unswizzled indices),
     // writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
-    const std::vector<TensorCoreUse> tensor_cores = analyze_tensor_cores(s, outputs, options_.target);
+    // (With the test hook that emulates the markers, any GPU target.)
+    const std::vector<TensorCoreUse> tensor_cores =
+        analyze_tensor_cores(s, outputs, options_.target, bool(hooks.tensor_cores));
     std::vector<SwizzledBuffer> swizzled;
     Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks, &swizzled);
     for (const SwizzledBuffer &b : swizzled) {
@@ -102,6 +104,9 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
                  << b.end << ")\n";
     }
     result = compact_thread_registers(result);
+    if (hooks.tensor_cores) {
+        result = hooks.tensor_cores(result);
+    }
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);

@@ -75,6 +75,18 @@ int64_t evaluate(const Expr &e, const std::map<std::string, Expr> &values) {
     return *v;
 }
 
+/** `s` with every let substituted, LetStmts included: an update's index may sit under a
+ * LetStmt of the loop body (`let t = ...; prod[t] = ...`), which the rewrite replaces. */
+Stmt inline_lets(const Stmt &s) {
+    struct Inline : IRMutator {
+        using IRMutator::visit;
+        Stmt visit(const LetStmt *op) override {
+            return mutate(substitute(op->name, op->value, op->body));
+        }
+    };
+    return substitute_in_all_lets(Inline().mutate(s));
+}
+
 /** A streaming loop of the shared pipeline whose last consumer is a tensor-core inner product
  * with register stages: where its fragments are prefetched from, and what it moves. */
 struct StreamingLoop {
@@ -229,7 +241,7 @@ private:
                 found.push_back({op->index, operands[0], operands[1]});
             }
         } collect(use.accumulator, found);
-        Stmt body = substitute_in_all_lets(loop->body);
+        Stmt body = inline_lets(loop->body);
         body.accept(&collect);
         std::string acc_buffer;
         {

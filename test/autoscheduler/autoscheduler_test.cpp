@@ -9,6 +9,7 @@
 #include "Halide.h"
 
 #include "KernelSource.h"
+#include "TensorCoreGemm.h"
 
 #include "alcop/Autoscheduler.h"
 
@@ -480,6 +481,216 @@ TEST(Autoscheduler, ComparedWithLi2018ByTheModel) {
               << " us at the L2 bandwidth (" << gpu.l2_gbps << " GB/s)\n";
     EXPECT_GT(alcop_us, 0);
     EXPECT_LT(alcop_us, li_floor_us) << "the model ranks Alcop's schedule below Li2018's floor";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Tensor cores: fp16 / bf16 operands, fp32 accumulation (docs/tensor-cores.md, docs/model.md).
+
+namespace {
+
+using Halide::ConciseCasts::f32;
+
+/** out(x, y) = sum_r f32(A(r, y)) * f32(B(x, r)), `t` operands, K a constant. */
+Built gemm16(Type t, int m, int n, int k) {
+    ImageParam A(t, 2, "A"), B(t, 2, "B");
+    Var x("x"), y("y");
+    RDom r(0, k, "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += f32(A(r, y)) * f32(B(x, r));
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, k}, {0, m}});
+    B.set_estimates({{0, n}, {0, k}});
+    out.set_estimates({{0, n}, {0, m}});
+    return {Pipeline(out), {A, B}};
+}
+
+/** out(x, y, b) = sum_r f32(A(r, y, b)) * f32(B(x, r, b)), K a constant. (An inline sum() would
+ * put y first among its Func's arguments, where mma.sync's accumulator layout wants N, M.) */
+Built bmm16(Type t, int batch, int m, int n, int k) {
+    ImageParam A(t, 3, "A"), B(t, 3, "B");
+    Var x("x"), y("y"), b("b");
+    RDom r(0, k, "r");
+    Func prod("prod"), out("out");
+    prod(x, y, b) = 0.0f;
+    prod(x, y, b) += f32(A(r, y, b)) * f32(B(x, r, b));
+    out(x, y, b) = prod(x, y, b);
+    A.set_estimates({{0, k}, {0, m}, {0, batch}});
+    B.set_estimates({{0, n}, {0, k}, {0, batch}});
+    out.set_estimates({{0, n}, {0, m}, {0, batch}});
+    return {Pipeline(out), {A, B}};
+}
+
+/** NHWC conv2d, 3 x 3, stride 1, valid, CI a constant: out(co, x, y, n). */
+Built conv2d16(Type t, int n, int h, int w, int ci, int co) {
+    ImageParam input(t, 4, "input"), weights(t, 4, "weights");
+    Var c("co"), x("x"), y("y"), b("n");
+    RDom r(0, ci, 0, 3, 0, 3, "r");
+    Func conv("conv"), out("out");
+    conv(c, x, y, b) = 0.0f;
+    conv(c, x, y, b) += f32(input(r.x, x + r.y, y + r.z, b)) * f32(weights(c, r.x, r.y, r.z));
+    out(c, x, y, b) = conv(c, x, y, b);
+    input.set_estimates({{0, ci}, {0, w + 2}, {0, h + 2}, {0, n}});
+    weights.set_estimates({{0, co}, {0, ci}, {0, 3}, {0, 3}});
+    out.set_estimates({{0, co}, {0, w}, {0, h}, {0, n}});
+    return {Pipeline(out), {input, weights}};
+}
+
+struct TensorCoreCase {
+    std::string name;
+    Built (*make)();
+    std::string mma;  ///< the instruction, as the PTX spells it
+};
+
+const std::string mma_f16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+const std::string mma_bf16 = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+
+const TensorCoreCase tensor_core_cases[] = {
+    {"gemm_f16", [] { return gemm16(Float(16), 2048, 2048, 2048); }, mma_f16},
+    {"gemm_bf16", [] { return gemm16(BFloat(16), 1024, 512, 512); }, mma_bf16},
+    {"bmm_f16", [] { return bmm16(Float(16), 8, 256, 256, 256); }, mma_f16},
+    {"conv2d_f16", [] { return conv2d16(Float(16), 2, 16, 32, 64, 64); }, mma_f16},
+};
+
+class TensorCoreContraction : public ::testing::TestWithParam<TensorCoreCase> {};
+
+/** What ptxas -v says of `ptx` for `arch`, with its exit status in *status. */
+std::string ptxas_for(const std::string &ptx, const std::string &arch, const std::string &tag, int *status) {
+    return kernel_source::ptxas_output(ptx, arch, tag, status);
+}
+
+TEST_P(TensorCoreContraction, GetsMmaSyncPipelinedAndAssembles) {
+    const TensorCoreCase &c = GetParam();
+    Built b = c.make();
+    const Target t("host-cuda-cuda_capability_80");
+    Scheduled s;
+    {
+        ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+        ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+        s = autoschedule(b, "Alcop", t);
+    }
+    std::cout << s.source;
+    // The tensor-core schedule, through the directives a user writes: the warp layout on the
+    // output, the accumulators' two stages, both staged operands pipelined.
+    EXPECT_NE(s.source.find("// Tensor cores: mma.sync.m16n8k16"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find("alcop::tensor_cores("), std::string::npos);
+    EXPECT_GE(kernel_source::count(s.source, "alcop::schedule_tensor_core_tile("), 3);
+    const std::vector<int> stages = pipeline_stages(s.source);
+    ASSERT_EQ(stages.size(), 2u) << s.source;
+    for (int st : stages) EXPECT_GT(st, 1) << s.source;
+    EXPECT_NE(s.log.find(" w"), std::string::npos) << s.log;  // a warp tile was chosen
+
+    const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, c.name, t));
+    ASSERT_FALSE(ptx.empty());
+    const int mmas = kernel_source::count(ptx, c.mma), ldmatrix = kernel_source::count(ptx, "ldmatrix.sync.aligned");
+    std::cout << "[ptx] " << c.name << ": " << mmas << " mma.sync, " << ldmatrix << " ldmatrix, "
+              << kernel_source::count(ptx, "cp.async.commit_group") << " cp.async groups in "
+              << kernel_source::count(ptx, ".entry") << " kernels\n";
+    EXPECT_GT(mmas, 0) << c.name;
+    EXPECT_EQ(kernel_source::count(ptx, "mma.sync"), mmas);
+    EXPECT_GT(ldmatrix, 0);
+    EXPECT_EQ(kernel_source::count(ptx, "alcop_"), 0) << "a marker survived";
+    EXPECT_EQ(kernel_source::count(ptx, ".local"), 0) << "local memory";
+#ifdef ALCOP_PTXAS
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = ptxas_for(ptx, arch, c.name, &status);
+        EXPECT_EQ(status, 0) << log;
+        EXPECT_EQ(kernel_source::count(log, "0 bytes spill stores, 0 bytes spill loads"),
+                  kernel_source::count(log, "spill stores"))
+            << log;
+        EXPECT_EQ(kernel_source::count(log, "bytes stack frame"), kernel_source::count(log, "0 bytes stack frame"))
+            << log;
+        std::cout << "[ptxas " << arch << "] " << c.name << ":\n" << log;
+    }
+#else
+    GTEST_SKIP() << "ptxas not found: PTX not assembled";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Autoscheduler, TensorCoreContraction, ::testing::ValuesIn(tensor_core_cases),
+                         [](const ::testing::TestParamInfo<TensorCoreCase> &i) { return i.param.name; });
+
+/** The registers ptxas -v (sm_80) gives the kernel `name` in `log` (the only one when ""); -1 if none. */
+int ptxas_registers(const std::string &log, const std::string &name = "") {
+    std::smatch m;
+    const std::string fn = name.empty() ? "\\w+" : name;
+    return std::regex_search(
+               log, m, std::regex("function '" + fn + "'[^\\n]*\\n(?:[^\\n]*\\n)*?[^\\n]*Used (\\d+) registers")) ?
+               std::stoi(m[1]) :
+               -1;
+}
+
+TEST(TensorCoreModel, RegisterEstimateIsWithinTenPercentOfPtxas) {
+    // The user's tensor-core GEMM of docs/tensor-cores.md (test/tensorcore/TensorCoreGemm.h),
+    // pipelined with 3 stages, compiled for sm_80 in-process, against the model's estimate
+    // (docs/model.md §3): 1.25 x the accumulators, one stage of fragments, 22 address and loop
+    // registers.
+    struct Config {
+        int bm, bn, wm, wn, kt, stages;
+    };
+    const Config configs[] = {{64, 64, 32, 32, 16, 3},
+                              {128, 128, 64, 64, 32, 3},
+                              {128, 64, 64, 32, 32, 3},
+                              {128, 128, 32, 64, 16, 3},
+                              {64, 64, 16, 32, 32, 3}};
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found";
+#endif
+    for (const Config &c : configs) {
+        tc_test::Gemm g;
+        g.block_m = c.bm, g.block_n = c.bn, g.warp_m = c.wm, g.warp_n = c.wn, g.tile_k = c.kt, g.stages = c.stages;
+        std::vector<Argument> args;
+        Pipeline p = g.build(&args);
+        alcop::Options options;
+        options.target = Target(g.target);
+        options.register_limit = 255;
+        options.shared_memory_limit = 232448;
+        alcop::enable(p, options);
+        const std::string ptx = ptx_of(p.compile_to_module(args, "tc_registers", Target(g.target)));
+        ASSERT_EQ(kernel_source::count(ptx, ".entry"), 1);
+        EXPECT_EQ(kernel_source::count(ptx, ".local"), 0);
+        int status = 0;
+        const std::string log = ptxas_for(ptx, "sm_80", "tc_registers", &status);
+        ASSERT_EQ(status, 0) << log;
+        const int registers = ptxas_registers(log);
+        alcop::model::Schedule s;
+        s.bm = c.bm, s.bn = c.bn, s.tm = c.wm, s.tn = c.wn, s.kt = c.kt, s.smem_stages = c.stages;
+        s.tensor_cores = true;
+        const int estimate = alcop::model::estimate_registers(s, *alcop::model::find_gpu("A100"));
+        std::cout << "[model vs ptxas] " << s.to_string() << ": estimate " << estimate << ", ptxas " << registers
+                  << "\n";
+        EXPECT_LE(std::abs(estimate - registers), 0.1 * registers) << s.to_string();
+    }
+}
+
+TEST(TensorCoreFallback, BelowSm80AndOnOpenClTheSimtScheduleWithAWarning) {
+    for (const char *target : {"host-cuda-cuda_capability_75", "host-opencl-cl_half"}) {
+        SCOPED_TRACE(target);
+        Built b = gemm16(Float(16), 512, 512, 512);
+        Scheduled s = autoschedule(b, "Alcop", Target(target));
+        EXPECT_NE(s.log.find("f16 operands get no tensor cores"), std::string::npos) << s.log;
+        EXPECT_NE(s.log.find(std::string(target).find("opencl") != std::string::npos ? "is not CUDA" :
+                                                                                       "needs sm_80 or later"),
+                  std::string::npos)
+            << s.log;
+        EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(" t"), std::string::npos);
+        EXPECT_EQ(pipeline_stages(s.source).size(), 2u) << s.source;  // the SIMT schedule, pipelined
+        const Module m = b.pipeline.compile_to_module(b.args, "fallback", Target(target));
+        EXPECT_EQ(kernel_source::count(ptx_of(m), "mma"), 0);
+    }
+}
+
+TEST(TensorCoreFallback, AKTheInstructionCannotStepGetsTheSimtSchedule) {
+    // K = 200: no chunk of whole 16-wide k steps.
+    Built b = gemm16(BFloat(16), 256, 256, 200);
+    Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
+    EXPECT_NE(s.log.find("bf16 operands get no tensor cores"), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("not a compile-time constant multiple of 16"), std::string::npos) << s.log;
+    EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
 }
 
 }  // namespace

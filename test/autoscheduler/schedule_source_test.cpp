@@ -12,8 +12,11 @@
 #include "autoscheduler/AlcopAutoscheduler.h"
 
 #include "as_bmm.schedule.h"
+#include "as_bmm_bf16.schedule.h"
 #include "as_conv2d.schedule.h"
+#include "as_conv2d_f16.schedule.h"
 #include "as_gemm.schedule.h"
+#include "as_gemm_f16.schedule.h"
 #include "as_gemm_into_output.schedule.h"
 #include "as_gemm_relu.schedule.h"
 
@@ -26,12 +29,12 @@ using namespace Halide;
 
 namespace {
 
-const Target target("host-opencl");
-
-/** A fresh copy of the generator's pipeline, unscheduled (built once, with Halide's default
- * schedule, which is what makes the generator hand its Pipeline out). */
-Pipeline unscheduled(const std::string &generator) {
+/** A fresh copy of the generator's pipeline for `target` with `params`, unscheduled (built
+ * once, with Halide's default schedule, which is what makes the generator hand its Pipeline
+ * out). */
+Pipeline unscheduled(const std::string &generator, const Target &target, const Internal::GeneratorParamsMap &params) {
     auto gen = Internal::GeneratorRegistry::create(generator, GeneratorContext(target));
+    gen->set_generator_param_values(params);
     gen->build_module(generator);
     return gen->get_pipeline();
 }
@@ -85,23 +88,32 @@ std::string schedule_of(Pipeline p) {
 }
 
 struct Case {
-    std::string generator;
+    std::string name, generator;
     void (*apply)(Pipeline, Target);
     bool contraction = true;  ///< false: the plain fallback (no staging, no pipelining)
+    /** The build's target and generator params (test/autoscheduler/CMakeLists.txt). */
+    std::string target = "host-opencl";
+    Internal::GeneratorParamsMap params = {};
+    bool tensor_cores = false;
 };
 
 class ScheduleSource : public ::testing::TestWithParam<Case> {};
+
+const std::string cuda = "host-cuda-cuda_capability_80";
 
 TEST_P(ScheduleSource, ReproducesTheAppliedSchedule) {
     const Case &c = GetParam();
     alcop::autoscheduler::Options options;
     std::ostringstream log;
     options.log = &log;
-    Pipeline direct = unscheduled(c.generator);
+    const Target target(c.target);
+    Pipeline direct = unscheduled(c.generator, target, c.params);
     alcop::autoscheduler::Result r = alcop::autoscheduler::autoschedule(direct, target, options);
     ASSERT_EQ(r.contraction.has_value(), c.contraction) << r.why_not;
+    EXPECT_EQ(r.tensor_cores, c.tensor_cores) << r.tensor_cores_why_not;
+    EXPECT_EQ(r.schedule_source.find("alcop::tensor_cores(") != std::string::npos, c.tensor_cores);
 
-    Pipeline pasted = unscheduled(c.generator);
+    Pipeline pasted = unscheduled(c.generator, target, c.params);
     c.apply(pasted, target);
     const std::string a = schedule_of(direct), b = schedule_of(pasted);
     EXPECT_EQ(a.find("alcop::pipeline") != std::string::npos, c.contraction) << a;
@@ -110,12 +122,34 @@ TEST_P(ScheduleSource, ReproducesTheAppliedSchedule) {
     EXPECT_NO_THROW(pasted.compile_to_module(pasted.infer_arguments(), c.generator, target));
 }
 
-INSTANTIATE_TEST_SUITE_P(Generators, ScheduleSource,
-                         ::testing::Values(Case{"as_gemm", apply_schedule_as_gemm},
-                                           Case{"as_gemm_into_output", apply_schedule_as_gemm_into_output},
-                                           Case{"as_bmm", apply_schedule_as_bmm},
-                                           Case{"as_conv2d", apply_schedule_as_conv2d},
-                                           Case{"as_gemm_relu", apply_schedule_as_gemm_relu, false}),
-                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.generator; });
+INSTANTIATE_TEST_SUITE_P(
+    Generators, ScheduleSource,
+    ::testing::Values(Case{"as_gemm", "as_gemm", apply_schedule_as_gemm},
+                      Case{"as_gemm_into_output", "as_gemm_into_output", apply_schedule_as_gemm_into_output},
+                      Case{"as_bmm", "as_bmm", apply_schedule_as_bmm},
+                      Case{"as_conv2d", "as_conv2d", apply_schedule_as_conv2d},
+                      Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu, false},
+                      Case{"as_gemm_f16",
+                           "as_gemm",
+                           apply_schedule_as_gemm_f16,
+                           true,
+                           cuda,
+                           {{"type", "f16"}, {"M", "256"}, {"N", "256"}, {"K", "256"}},
+                           true},
+                      Case{"as_bmm_bf16",
+                           "as_bmm",
+                           apply_schedule_as_bmm_bf16,
+                           true,
+                           cuda,
+                           {{"type", "bf16"}, {"batch", "4"}, {"M", "128"}, {"N", "128"}, {"K", "128"}},
+                           true},
+                      Case{"as_conv2d_f16",
+                           "as_conv2d",
+                           apply_schedule_as_conv2d_f16,
+                           true,
+                           cuda,
+                           {{"type", "f16"}, {"N", "2"}, {"H", "8"}, {"W", "16"}, {"CI", "64"}, {"CO", "64"}},
+                           true}),
+    [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
 }  // namespace

@@ -24,6 +24,14 @@ inline std::string of(const Halide::Module &m) {
     return "";
 }
 
+/** The device code of the registered generator `generator` built for `target` with `params`. */
+inline std::string of_generator(const std::string &generator, const std::string &target,
+                                const Halide::Internal::GeneratorParamsMap &params) {
+    auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(Halide::Target(target)));
+    gen->set_generator_param_values(params);
+    return of(gen->build_module(generator));
+}
+
 /** The occurrences of `what` in `text`, overlapping ones included. */
 inline int count(const std::string &text, const std::string &what) {
     int n = 0;

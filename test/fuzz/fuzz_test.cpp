@@ -5,6 +5,7 @@
 //
 // ALCOP_FUZZ_SEED and ALCOP_FUZZ_CONFIGS (default 200) choose the run.
 
+#include "FuzzShapes.h"
 #include "HalideBuffer.h"
 #include "Reference.h"
 #include "HalideRuntime.h"
@@ -38,17 +39,8 @@ const Variant variants[] = {
 #undef X
 };
 
-int env_int(const char *name, int fallback) {
-    const char *v = getenv(name);
-    return v ? atoi(v) : fallback;
-}
-
-// Sizes that stress tails: 1, primes, just around multiples of 4, 8, 16, 32, 64.
-int draw_size(std::mt19937 &rng) {
-    static const int special[] = {1, 2, 3, 5, 7, 13, 31, 33, 63, 64, 65, 97, 127, 128};
-    if (rng() % 2) return special[rng() % (sizeof(special) / sizeof(special[0]))];
-    return 1 + rng() % 150;
-}
+using fuzz::draw_size;
+using fuzz::env_int;
 
 Buffer<float> random_buffer(std::mt19937 &rng, std::vector<int> shape) {
     Buffer<float> b(shape);

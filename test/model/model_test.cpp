@@ -718,3 +718,239 @@ TEST(Search, EveryGpuFindsSomething) {
                r.ranked[0].total_us, to_string(r.ranked[0].bound));
     }
 }
+
+// ---------------------------------------------------------------------------
+// Tensor cores: mma.sync.m16n8k16, fp16/bf16 operands, fp32 accumulation.
+
+namespace {
+
+/** A tensor-core schedule: block tile bm x bn, k tile kt, warp tile wm x wn. */
+Schedule tc(int bm, int bn, int kt, int wm, int wn, int stages, int reg_stages) {
+    Schedule s = sched(bm, bn, kt, wm, wn, stages, reg_stages);
+    s.tensor_cores = true;
+    return s;
+}
+
+}  // namespace
+
+TEST(TensorCores, MmaRatesMatchTheDatasheets) {
+    for (const GpuSpec &g : all_gpus()) {
+        SCOPED_TRACE(g.name);
+        EXPECT_EQ(g.mma_f16_flops_per_clk_per_sm, g.mma_bf16_flops_per_clk_per_sm);  // the same on every part here
+        if (g.compute_capability < 80) {
+            EXPECT_FALSE(g.has_mma_sync());  // sm_70: mma.sync.m8n8k4 only
+            continue;
+        }
+        const double mma_sync_tflops = double(g.mma_f16_flops_per_clk_per_sm) * g.sm_count * g.clock_ghz / 1e3;
+        if (g.compute_capability == 90) {
+            // The datasheet's 989.4 is wgmma's 4096 FLOPs/clk/SM at 1830 MHz; mma.sync gets half
+            // of wgmma's rate per clock.
+            EXPECT_NEAR(2.0 * g.mma_f16_flops_per_clk_per_sm * g.sm_count * 1.830 / 1e3, g.fp16_mma_tflops,
+                        0.01 * g.fp16_mma_tflops);
+            EXPECT_LT(mma_sync_tflops, 0.6 * g.fp16_mma_tflops);
+        } else {
+            EXPECT_NEAR(mma_sync_tflops, g.fp16_mma_tflops, 0.01 * g.fp16_mma_tflops);
+        }
+        EXPECT_GT(g.mma_latency_cycles, 0);
+    }
+}
+
+TEST(TensorCores, DerivedQuantities) {
+    const Schedule s = tc(128, 128, 32, 64, 32, 3, 1);
+    EXPECT_EQ(s.warps(), 8);                     // (128/64) * (128/32)
+    EXPECT_EQ(s.threads(), 256);                 // 8 warps of 32 lanes
+    EXPECT_EQ(s.bytes_per_stage(), 16384);       // 2 bytes * 32 * (128 + 128)
+    EXPECT_EQ(s.slot_bytes_per_stage(), 16384);  // two 8 KiB tiles: whole swizzle periods
+    EXPECT_EQ(s.smem_bytes(), 3 * 16384);
+    EXPECT_EQ(s.mma_tiles_per_warp(), 16);                    // (64/16) * (32/8)
+    EXPECT_EQ(s.ldmatrix_per_k_step(), 6);                    // 64/16 for A + 32/16 for B
+    EXPECT_EQ(s.copy_vectors_per_thread_per_stage(), 2 + 2);  // 32*128/8 = 512 vectors per tile, 256 threads
+    EXPECT_EQ(s.to_string(), "128x128x32 w64x32 S3 R1");
+    // A swizzled slot starts at a whole 1024-byte period: a 16 x 16 tile of halves (512 bytes)
+    // takes a whole period, so a stage of two takes 2 KiB.
+    const Schedule small = tc(16, 16, 16, 16, 16, 2, 1);
+    EXPECT_EQ(small.bytes_per_stage(), 1024);
+    EXPECT_EQ(small.slot_bytes_per_stage(), 2048);
+    EXPECT_EQ(small.smem_bytes(), 4096);
+}
+
+TEST(TensorCores, StructuralValidity) {
+    std::string why;
+    EXPECT_TRUE(structurally_valid(tc(128, 128, 32, 64, 64, 3, 2), &why)) << why;
+    EXPECT_TRUE(structurally_valid(tc(16, 16, 16, 16, 16, 1, 1), &why)) << why;  // one warp
+    // The k tile must be whole 16-wide k steps; the warp tile whole 16 x 16 tiles.
+    EXPECT_FALSE(structurally_valid(tc(128, 128, 8, 64, 64, 1, 1), &why));
+    EXPECT_NE(why.find("multiples of 16"), std::string::npos) << why;
+    EXPECT_FALSE(structurally_valid(tc(128, 128, 32, 64, 8, 1, 1), &why));
+    EXPECT_FALSE(structurally_valid(tc(128, 128, 32, 48, 64, 1, 1), &why));  // 48 does not divide 128
+    EXPECT_NE(why.find("warp tile"), std::string::npos) << why;
+    // 64 warps: 2048 threads.
+    EXPECT_FALSE(structurally_valid(tc(256, 256, 32, 16, 64, 1, 1), &why));
+    EXPECT_NE(why.find("2048 threads"), std::string::npos) << why;
+}
+
+TEST(TensorCores, RegisterEstimate) {
+    // Per lane: 4 accumulators per 16 x 8 tile and a quarter of that again; 4 registers per 16
+    // rows of A and 2 per 8 columns of B per register stage; 22 addresses and loop registers.
+    // 64x64: 32 tiles -> 128 + 32 accumulators; fragments 4*4 + 2*8 = 32 per stage.
+    EXPECT_EQ(estimate_registers(tc(128, 128, 32, 64, 64, 3, 1), gpu("a100")), 160 + 32 + 22);
+    EXPECT_EQ(estimate_registers(tc(128, 128, 32, 64, 64, 3, 2), gpu("a100")), 160 + 64 + 22);
+    // 32x32: 8 tiles -> 32 + 8; fragments 8 + 8 = 16; neither k tile nor shared stages count.
+    EXPECT_EQ(estimate_registers(tc(64, 64, 32, 32, 32, 1, 1), gpu("a100")), 40 + 16 + 22);
+    EXPECT_EQ(estimate_registers(tc(64, 64, 64, 32, 32, 6, 1), gpu("a100")), 40 + 16 + 22);
+    // 16x16: 2 tiles -> 8 + 2; 4 + 4.
+    EXPECT_EQ(estimate_registers(tc(16, 16, 16, 16, 16, 1, 1), gpu("a100")), 10 + 8 + 22);
+}
+
+TEST(TensorCores, OverTheRegisterLimitIsRejected) {
+    const Problem p = make_gemm(2048, 2048, 2048, Element::F16);
+    // 214 registers: over Halide's runtime cap of 64, within the opt-in's 255.
+    Prediction d = predict(p, tc(128, 128, 32, 64, 64, 3, 1), gpu("h200"));
+    EXPECT_FALSE(d.feasible);
+    EXPECT_NE(d.reason.find("214 registers"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find("would fit with the opt-in"), std::string::npos) << d.reason;
+    EXPECT_TRUE(predict(p, tc(128, 128, 32, 64, 64, 3, 1), gpu("h200"), opt_in()).feasible);
+    // Registers per block: 8 warps of 64x64 with two register stages need 246 each, 8 x 32 x 248
+    // = 63488 registers: fits; 16 warps of 64x32 (64 + 16 + 2 x (16 + 8) + 22 = 150, 152
+    // allocated) need 512 x 152 = 77824 > 65536: rejected.
+    Prediction big = predict(p, tc(256, 128, 32, 64, 64, 3, 2), gpu("h200"), opt_in());
+    EXPECT_TRUE(big.feasible) << big.reason;
+    Prediction over = predict(p, tc(256, 128, 32, 64, 32, 3, 2), gpu("h200"), opt_in());
+    EXPECT_FALSE(over.feasible);
+    EXPECT_NE(over.reason.find("registers per block"), std::string::npos) << over.reason;
+    // fits() says the same without a problem.
+    std::string why;
+    EXPECT_FALSE(fits(tc(128, 128, 32, 64, 64, 3, 1), gpu("h200"), ModelOptions(), &why));
+    EXPECT_EQ(why, d.reason);
+}
+
+TEST(TensorCores, NeedSm80AndHalfPrecisionOperands) {
+    const Problem f16 = make_gemm(1024, 1024, 1024, Element::F16);
+    Prediction v = predict(f16, tc(64, 64, 32, 32, 32, 2, 1), gpu("v100"), opt_in());
+    EXPECT_FALSE(v.feasible);
+    EXPECT_NE(v.reason.find("sm_80"), std::string::npos) << v.reason;
+    Prediction f32 = predict(make_gemm(1024, 1024, 1024), tc(64, 64, 32, 32, 32, 2, 1), gpu("a100"), opt_in());
+    EXPECT_FALSE(f32.feasible);
+    EXPECT_NE(f32.reason.find("fp16 or bf16"), std::string::npos) << f32.reason;
+    EXPECT_TRUE(predict(f16, tc(64, 64, 32, 32, 32, 2, 1), gpu("a100"), opt_in()).feasible);
+    // bf16 runs at the fp16 rate on every part here: the same prediction.
+    const Problem bf16 = make_gemm(1024, 1024, 1024, Element::BF16);
+    EXPECT_DOUBLE_EQ(predict(bf16, tc(64, 64, 32, 32, 32, 2, 1), gpu("a100"), opt_in()).total_us,
+                     predict(f16, tc(64, 64, 32, 32, 32, 2, 1), gpu("a100"), opt_in()).total_us);
+}
+
+TEST(TensorCores, HandComputedIterationOnA100) {
+    // A100, 128x128x32, 2x2 warps of 64x64, S3 R1, GEMM 2048^3 fp16, opt-in.
+    const Problem p = make_gemm(2048, 2048, 2048, Element::F16);
+    const Prediction r = predict(p, tc(128, 128, 32, 64, 64, 3, 1), gpu("a100"), opt_in());
+    ASSERT_TRUE(r.feasible) << r.reason;
+    // mma.sync: 4096 FLOPs / (2048 / 4 schedulers) = 8 cycles on a warp's tensor core; per
+    // iteration 2 k steps x 32 tiles = 64 of them: 512 cycles per warp, one warp per scheduler.
+    EXPECT_DOUBLE_EQ(r.fma_cycles, 512);
+    // Shared memory: 2 steps x 8 ldmatrix.x4 x 4 wavefronts = 64 per warp, plus the stage's
+    // 16384 bytes / 128 / 4 warps = 32: (64 + 32) x 4 warps = 384.
+    EXPECT_DOUBLE_EQ(r.smem_cycles, 384);
+    // Issue: 2 x (32 + 8) + 8 copies (2 x 4096 halves / 8 / 128 threads) + 14 + 1 barrier = 103.
+    EXPECT_DOUBLE_EQ(r.issue_cycles, 103);
+    // Warp chain, R1: per step the ldmatrix latency (23) and then 32 x 8 cycles of mma.sync.
+    EXPECT_DOUBLE_EQ(r.warp_chain_cycles, 2 * (23 + 256));
+    // One block: max(512, 384, 103, 558) + 1 barrier x 20 = 578.
+    EXPECT_DOUBLE_EQ(r.compute_cycles, 578);
+    EXPECT_EQ(r.regs_estimated, 214);   // 128 + 32 + 32 + 22
+    EXPECT_EQ(r.occ.blocks_per_sm, 2);  // 216 allocated, 4 warps: 16384 / 6912 = 2 warps per
+                                        // sub-partition, 8 per SM
+    EXPECT_EQ(r.occ.limiter, OccupancyLimiter::Registers);
+    // The compute floor is at the mma.sync rate: 2 x 2048^3 / (2048 x 108 x 1.41 GHz).
+    EXPECT_NEAR(r.compute_floor_us, 2.0 * 2048 * 2048 * 2048 / (2048.0 * 108 * 1.41e3), 1e-9);
+    EXPECT_NE(r.explain().find("mma.sync 512"), std::string::npos) << r.explain();
+}
+
+TEST(TensorCores, MoreStagesWinWhileLatencyBound) {
+    // H200, GEMM 2048^3 fp16, 128x128x32 w64x64, opt-in: one stage waits for every tile
+    // (latency-bound, loads exposed), two hide them; occupancy (registers: 2 blocks) does not move.
+    const Problem p = make_gemm(2048, 2048, 2048, Element::F16);
+    const Prediction s1 = predict(p, tc(128, 128, 32, 64, 64, 1, 1), gpu("h200"), opt_in());
+    const Prediction s2 = predict(p, tc(128, 128, 32, 64, 64, 2, 1), gpu("h200"), opt_in());
+    ASSERT_TRUE(s1.feasible && s2.feasible);
+    EXPECT_EQ(s1.occ.blocks_per_sm, s2.occ.blocks_per_sm);
+    EXPECT_EQ(s1.bound, Bound::LoadLatency);
+    EXPECT_GT(s1.exposed_load_cycles, 0);
+    EXPECT_NE(s1.explain().find("stay exposed"), std::string::npos) << s1.explain();
+    EXPECT_EQ(s2.exposed_load_cycles, 0);
+    EXPECT_LT(s2.total_us, 0.6 * s1.total_us);
+    // On A100 (a smaller wave of 216 blocks for 256: the tail wave runs one block per SM, whose
+    // loads one stage in flight does not cover), the third stage still wins.
+    const Prediction a2 = predict(p, tc(128, 128, 32, 64, 64, 2, 1), gpu("a100"), opt_in());
+    const Prediction a3 = predict(p, tc(128, 128, 32, 64, 64, 3, 1), gpu("a100"), opt_in());
+    EXPECT_EQ(a2.occ.blocks_per_sm, a3.occ.blocks_per_sm);
+    EXPECT_LT(a3.total_us, a2.total_us);
+    // With occupancy unchanged, a stage never makes a tensor-core prediction slower, over the
+    // whole space, on every sm_80+ GPU and both limits.
+    int pairs = 0, faster = 0;
+    for (const GpuSpec &g : all_gpus()) {
+        if (!g.has_mma_sync()) continue;
+        for (ModelOptions o : {ModelOptions(), opt_in()}) {
+            for (const Schedule &s : enumerate_schedules(SearchSpace::for_tensor_cores())) {
+                if (s.smem_stages == 6) continue;
+                Schedule deeper = s;
+                deeper.smem_stages++;
+                const Prediction a = predict(p, s, g, o), b = predict(p, deeper, g, o);
+                if (!a.feasible || !b.feasible || a.occ.blocks_per_sm != b.occ.blocks_per_sm) continue;
+                pairs++;
+                faster += b.total_us < a.total_us;
+                EXPECT_LE(b.total_us, a.total_us * (1 + 1e-12)) << g.name << " " << s.to_string();
+            }
+        }
+    }
+    EXPECT_GT(pairs, 1000);
+    EXPECT_GT(faster, 100);
+    printf("tensor cores: %d stage increases at equal occupancy, %d predicted faster\n", pairs, faster);
+}
+
+TEST(TensorCores, OccupancyCliff) {
+    // A100, 128x128x32 w64x64 (2 blocks/SM by registers): the sixth stage takes 96 KiB, and two
+    // blocks need 2 x 97 KiB > 164 KiB: one block per SM, whose chain runs alone. Predicted slower
+    // than five stages, and explain() says what limits it.
+    const Problem p = make_gemm(2048, 2048, 2048, Element::F16);
+    const Prediction s5 = predict(p, tc(128, 128, 32, 64, 64, 5, 1), gpu("a100"), opt_in());
+    const Prediction s6 = predict(p, tc(128, 128, 32, 64, 64, 6, 1), gpu("a100"), opt_in());
+    ASSERT_TRUE(s5.feasible && s6.feasible);
+    EXPECT_EQ(s5.occ.blocks_per_sm, 2);
+    EXPECT_EQ(s6.occ.blocks_per_sm, 1);
+    EXPECT_EQ(s6.occ.limiter, OccupancyLimiter::SharedMemory);
+    EXPECT_GT(s6.total_us, s5.total_us);
+    EXPECT_NE(s6.explain().find("limited by shared memory"), std::string::npos) << s6.explain();
+    // Under Halide's runtime defaults (48 KiB, 64 registers) the same problem can use only warp
+    // tiles whose fragments fit 64 registers: 16x16, 16x32, 32x16, never 64x64.
+    SearchOptions def;
+    def.space = SearchSpace::for_tensor_cores();
+    const SearchResult r = search(p, gpu("a100"), def);
+    ASSERT_FALSE(r.ranked.empty());
+    for (const Prediction &x : r.ranked) {
+        EXPECT_LE(x.regs_estimated, 64) << x.schedule.to_string();
+        EXPECT_LE(x.smem_per_block, 48 * 1024) << x.schedule.to_string();
+        EXPECT_LT(x.schedule.tm * x.schedule.tn, 32 * 32) << x.schedule.to_string();
+    }
+}
+
+TEST(TensorCores, SearchRanksTheSpaceQuickly) {
+    const Problem p = make_gemm(2048, 2048, 2048, Element::F16);
+    SearchOptions o;
+    o.space = SearchSpace::for_tensor_cores();
+    o.model.limits = RuntimeLimits::OptIn;
+    const SearchResult r = search(p, default_gpu(), o);
+    printf("%s", r.report(10).c_str());
+    // 129 tile shapes (12 (block, warp) pairs per dimension, less 15 with more than 32 warps) x 3
+    // k tiles x 6 S x 2 R.
+    EXPECT_EQ(r.enumerated, 4644u);
+    EXPECT_EQ(enumerate_schedules(o.space).size(), 4644u);
+    ASSERT_FALSE(r.ranked.empty());
+    for (size_t i = 1; i < r.ranked.size(); i++) EXPECT_LE(r.ranked[i - 1].total_us, r.ranked[i].total_us);
+    for (const Prediction &x : r.ranked) ASSERT_TRUE(x.schedule.tensor_cores);
+    // The best is bound by the SM's mma.sync and shared-memory throughput, within 15% of the
+    // mma.sync peak floor, and pipelined.
+    EXPECT_EQ(r.ranked[0].bound, Bound::SmCompute);
+    EXPECT_LT(r.ranked[0].total_us, 1.15 * r.ranked[0].compute_floor_us);
+    EXPECT_GE(r.ranked[0].schedule.smem_stages, 2);
+    EXPECT_LT(r.seconds, 1.0);
+}

@@ -23,9 +23,7 @@ using namespace Halide::Internal;
 namespace {
 
 std::string ptx_of(const std::string &generator, const std::string &target, const GeneratorParamsMap &params) {
-    auto gen = GeneratorRegistry::create(generator, GeneratorContext(Target(target)));
-    gen->set_generator_param_values(params);
-    return kernel_source::of(gen->build_module(generator));
+    return kernel_source::of_generator(generator, target, params);
 }
 
 using kernel_source::count;

@@ -2,16 +2,44 @@
 // broken pipelines (`fault`), which prove that the numerical, IR and PTX checks bite, and the
 // async-visibility emulation (`emulated_async=true`, EmulatedAsyncCopies.h). Everything else
 // is the production generator's (generators/MatMulGenerator.h); these go in through the pass's
-// internal test hook (src/directive/TestHooks.h), never through the public Options.
+// internal test hook (src/directive/TestHooks.h), never through the public Options. On an
+// OpenCL target every testing generator emulates the tensor-core instructions
+// (EmulatedTensorCores.h), so that pocl runs them; and testing_tc_gemm is the user's fp16/bf16
+// GEMM of the tensor-core tests (test/tensorcore/TensorCoreGemm.h) as a generator.
 
 #include "MatMulGenerator.h"
 
 #include "EmulatedAsyncCopies.h"
+#include "EmulatedTensorCores.h"
+#include "TensorCoreGemm.h"
 #include "directive/TestHooks.h"
 
 namespace {
 
 using alcop::testing::Fault;
+
+const std::map<std::string, Fault> fault_names{{"none", Fault::None},
+                                               {"drop_barrier", Fault::DropBarrier},
+                                               {"slot_off_by_one", Fault::SlotOffByOne},
+                                               {"wait_one_group_short", Fault::WaitOneGroupShort},
+                                               {"drop_wait", Fault::DropWait},
+                                               {"missing_war_barrier", Fault::MissingWarBarrier},
+                                               {"fragment_before_barrier", Fault::FragmentBeforeBarrier}};
+
+/** The hooks of every testing generator, in one place: the fault, the async-copy emulation on
+ * request, and on OpenCL the tensor-core emulation (which changes nothing in a kernel without
+ * tensor-core markers or 16-bit floats). */
+alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, bool emulated_async) {
+    alcop::testing::Hooks hooks;
+    hooks.fault = fault;
+    if (emulated_async) {
+        hooks.copies = alcop::testing::make_emulated_async_copies;
+    }
+    if (target.has_feature(Halide::Target::OpenCL)) {
+        hooks.tensor_cores = alcop::testing::emulate_tensor_cores;
+    }
+    return hooks;
+}
 
 template<bool Batched>
 class TestingMatMul : public alcop_generators::MatMulGenerator<TestingMatMul<Batched>, Batched> {
@@ -21,25 +49,60 @@ public:
     template<typename T>
     using GeneratorParam = typename Base::template GeneratorParam<T>;
 
-    GeneratorParam<Fault> fault{"fault",
-                                Fault::None,
-                                {{"none", Fault::None},
-                                 {"drop_barrier", Fault::DropBarrier},
-                                 {"slot_off_by_one", Fault::SlotOffByOne},
-                                 {"wait_one_group_short", Fault::WaitOneGroupShort},
-                                 {"drop_wait", Fault::DropWait},
-                                 {"missing_war_barrier", Fault::MissingWarBarrier},
-                                 {"fragment_before_barrier", Fault::FragmentBeforeBarrier}}};
+    GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     // Copies with cp.async's semantics at their latest, on any GPU target.
     GeneratorParam<bool> emulated_async{"emulated_async", false};
 
     void enable_pipelines(const alcop::Options &options) {
-        alcop::testing::Hooks hooks;
-        hooks.fault = fault;
-        if (emulated_async) {
-            hooks.copies = alcop::testing::make_emulated_async_copies;
-        }
-        alcop::testing::enable(this->get_pipeline(), options, hooks);
+        alcop::testing::enable(this->get_pipeline(), options, testing_hooks(this->get_target(), fault, emulated_async));
+    }
+};
+
+/** out(n, m) = sum_k A(k, m) B(n, k) on tensor cores: tc_test::Gemm with copies that read
+ * zeros outside the inputs (any M, N and K), f16 or bf16, A K- or M-major and B N- or K-major
+ * in shared memory, `stages` shared stages, copies of `vector` elements. */
+class TestingTensorCoreGemm : public Halide::Generator<TestingTensorCoreGemm> {
+public:
+    enum class Element { F16, BF16 };
+    GeneratorParam<Element> type{"type", Element::F16, {{"f16", Element::F16}, {"bf16", Element::BF16}}};
+    GeneratorParam<int> block_m{"block_m", 64, 16, 256};
+    GeneratorParam<int> block_n{"block_n", 64, 16, 256};
+    GeneratorParam<int> warp_m{"warp_m", 32, 16, 256};
+    GeneratorParam<int> warp_n{"warp_n", 32, 16, 256};
+    GeneratorParam<int> tile_k{"tile_k", 32, 16, 256};
+    GeneratorParam<bool> a_m_major{"a_m_major", false};
+    GeneratorParam<bool> b_k_major{"b_k_major", false};
+    GeneratorParam<int> stages{"stages", 1, 1, 8};
+    GeneratorParam<int> vector{"vector", 1, 1, 8};
+    GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
+    GeneratorParam<bool> emulated_async{"emulated_async", false};
+
+    Output<Halide::Buffer<float>> out{"out", 2};
+
+    void configure() {
+        A = add_input<Halide::Buffer<>>("A", element(), 2);
+        B = add_input<Halide::Buffer<>>("B", element(), 2);
+    }
+
+    void generate() {
+        tc_test::Gemm g;
+        g.a_type = g.b_type = element();
+        g.block_m = block_m, g.block_n = block_n, g.warp_m = warp_m, g.warp_n = warp_n, g.tile_k = tile_k;
+        g.a_m_major = a_m_major, g.b_k_major = b_k_major, g.stages = stages, g.vector = vector;
+        g.guarded = true;
+        out = g.define(*A, *B);
+    }
+
+    void schedule() {
+        alcop::Options options;
+        options.target = get_target();
+        alcop::testing::enable(get_pipeline(), options, testing_hooks(get_target(), fault, emulated_async));
+    }
+
+private:
+    Input<Halide::Buffer<>> *A = nullptr, *B = nullptr;
+    Halide::Type element() const {
+        return type == Element::BF16 ? Halide::BFloat(16) : Halide::Float(16);
     }
 };
 
@@ -47,3 +110,4 @@ public:
 
 HALIDE_REGISTER_GENERATOR(TestingMatMul<false>, testing_gemm)
 HALIDE_REGISTER_GENERATOR(TestingMatMul<true>, testing_bmm)
+HALIDE_REGISTER_GENERATOR(TestingTensorCoreGemm, testing_tc_gemm)

@@ -27,7 +27,7 @@ struct Gemm {
     bool a_unstaged = false;  // the inner product reads the input A itself
     bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
-    bool k_tail = false;  // K need not be a multiple of tile_k: the copies zero-fill past K
+    bool guarded = false;  // the copies read zeros outside A and B: any M, N and K (see define())
     enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
@@ -38,19 +38,30 @@ struct Gemm {
     /** The pipeline (alcop::enable not yet called) and its arguments; may throw CompileError. */
     Pipeline build(std::vector<Argument> *args) const {
         ImageParam A(a_type, 2, "A"), B(b_type, 2, "B");
+        *args = {A, B};
+        return Pipeline(define(A, B));
+    }
+
+    /** The output Func, defined and scheduled, on inputs A (a_type) and B (b_type). */
+    Func define(ImageParam A, ImageParam B) const {
         Var k("k"), m("m"), n("n"), x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
         Func A_sh("A_sh"), B_sh("B_sh"), prod("prod"), out("out");
-        if (k_tail) {
-            // The form the copy lowering turns into cp.async with a src-size (zero fill): a
-            // select on K whose load's index is promised in range.
-            Expr K = A.dim(0).extent();
-            A_sh(k, m) = select(k < K, A(unsafe_promise_clamped(k, 0, K - 1), m), cast(a_type, 0));
-            B_sh(n, k) = select(k < K, B(n, unsafe_promise_clamped(k, 0, K - 1)), cast(b_type, 0));
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        if (guarded) {
+            // The index along which a copy is a vector is not clamped (a clamped ramp would make
+            // Halide partition the copy loop, whose tail the pipeline cannot place): the vector
+            // may then read past the input's extent, which the caller's allocation must cover
+            // (whole block and K tiles), and the select zeroes what it read there.
+            auto index = [&](const Expr &i, const Expr &extent, bool vectorized) {
+                return vector > 1 && vectorized ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
+            };
+            A_sh(k, m) = select(k < K && m < M, A(index(k, K, !a_m_major), index(m, M, a_m_major)), cast(a_type, 0));
+            B_sh(n, k) = select(k < K && n < N, B(index(n, N, !b_k_major), index(k, K, b_k_major)), cast(b_type, 0));
         } else {
             A_sh(k, m) = A(k, m);
             B_sh(n, k) = B(n, k);
         }
-        RDom r(0, tile_k, 0, (A.dim(0).extent() + (k_tail ? tile_k - 1 : 0)) / tile_k, "r");
+        RDom r(0, tile_k, 0, guarded ? (K + tile_k - 1) / tile_k : K / tile_k, "r");
         Expr rk = r.y * tile_k + r.x;
         const Type acc = f64_accumulator ? Float(64) : Float(32);
         Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, y);
@@ -125,8 +136,7 @@ struct Gemm {
             alcop::pipeline(B_sh, stages);
         }
         if (register_stages > 1) alcop::pipeline(prod, register_stages, alcop::Level::Register);
-        *args = {A, B};
-        return Pipeline(out);
+        return out;
     }
 };
 

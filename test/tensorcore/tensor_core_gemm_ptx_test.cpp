@@ -221,9 +221,9 @@ TEST(TensorCoreGemm, RegisterStagesPrefetchAcrossChunks) {
 // 4-byte ones (vector 4, 2) cp.async.ca: the copy lowering marks a 2-byte float copy on its
 // bits (u16 lanes) and moves a 16-byte one as one 4 x 32-bit access, the only 16-byte aligned
 // access Halide's PTX backend emits for it. One copy per operand and step (2 prologue steps,
-// 1 in the loop), no synchronous copy left (no ld.global, no st.shared). Where K is not a
-// multiple of tile_k the copies' src-size is a register (zero fill past K), else the constant
-// size. ptxas: no spills, no local memory.
+// 1 in the loop), no synchronous copy left (no ld.global, no st.shared). With guarded
+// copies (Gemm::guarded: zeros outside A and B, any M, N, K) the src-size is a register (zero
+// fill past the inputs' ends), else the constant size. ptxas: no spills, no local memory.
 TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
     struct Width {
         int vector;
@@ -234,13 +234,13 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
         for (const Width &w : {Width{8, "cp.async.cg.shared.global"}, Width{4, "cp.async.ca.shared.global"},
                                Width{2, "cp.async.ca.shared.global"}}) {
             if (t.is_bfloat() && w.vector < 8) continue;
-            for (bool k_tail : {false, true}) {
-                SCOPED_TRACE(::testing::Message() << t << " vector " << w.vector << " k_tail " << k_tail);
+            for (bool guarded : {false, true}) {
+                SCOPED_TRACE(::testing::Message() << t << " vector " << w.vector << " guarded " << guarded);
                 tc_test::Gemm g;
                 g.a_type = g.b_type = t;
                 g.stages = 3;
                 g.vector = w.vector;
-                g.k_tail = k_tail;
+                g.guarded = guarded;
                 const std::string ptx = compile(g);
                 ASSERT_FALSE(ptx.empty());
                 // Per step (2 prologue steps, 1 in the loop) each thread copies its share of both
@@ -263,14 +263,14 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
                     (constant ? whole : filled)++;
                 }
                 EXPECT_EQ(whole + filled, copies);
-                EXPECT_EQ(filled, k_tail ? copies : 0);
+                EXPECT_EQ(filled, guarded ? copies : 0);
                 EXPECT_EQ(count(ptx, "ld.global"), 0) << "a synchronous copy is left";
                 EXPECT_EQ(count(ptx, "st.shared"), 0) << "a synchronous copy is left";
                 EXPECT_EQ(count(ptx, "mma.sync"), (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8));
                 EXPECT_EQ(count(ptx, ".local"), 0);
                 std::printf("%s vector %d%s: %d x %s %d bytes (%d with a computed src-size), %d commit_group, "
                             "%d wait_group\n",
-                            t.is_bfloat() ? "bf16" : "f16", w.vector, k_tail ? " (K tail)" : "", count(ptx, sized),
+                            t.is_bfloat() ? "bf16" : "f16", w.vector, guarded ? " (guarded)" : "", count(ptx, sized),
                             w.instruction.c_str(), bytes, filled, count(ptx, "cp.async.commit_group"),
                             count(ptx, "cp.async.wait_group"));
                 if (w.vector == 8) expect_no_spills(ptx, false);

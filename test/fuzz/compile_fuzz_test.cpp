@@ -1,0 +1,399 @@
+// Compile-time fuzzing on pocl: random configurations of the testing generators (block tiles,
+// thread tiles, k tiles, vector widths, shared stages of A and B, register stages; tensor-core
+// types and warp tiles where the generators have them), each generated through the generator
+// executable in a subprocess (tools/variants), loaded into this process and run at a few random
+// runtime shapes with tails against a double-precision reference.
+//
+// The configurations are drawn from a table (Space: the values of each GeneratorParam, and the
+// constraints that make a configuration one the generator must accept), so that a dimension is
+// a line. Every configuration drawn must build and be exact: a build failure is a failure too.
+//
+//   ALCOP_FUZZ_COMPILE_CONFIGS  configurations (default 4, the CI's handful)
+//   ALCOP_FUZZ_SEED             the seed (default 1234); printed with every failure
+//   ALCOP_FUZZ_CONFIG           one configuration instead, as a failure prints it
+//                               ("testing_gemm block_m=32 ..."), at the seed's shapes
+//   ALCOP_FUZZ_FAULT            build every configuration with this testing::Fault (e.g.
+//                               slot_off_by_one): each must then fail
+
+#include "FuzzShapes.h"
+#include "HalideBuffer.h"
+#include "Reference.h"
+#include "VariantBuild.h"
+#include "VariantLoad.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using alcop::variants::Built;
+using alcop::variants::Generation;
+using alcop::variants::Variant;
+using Halide::Runtime::Buffer;
+
+struct Config {
+    std::string generator;
+    std::map<std::string, std::string> params;
+
+    int at(const std::string &p, int fallback = 0) const {
+        auto it = params.find(p);
+        return it == params.end() ? fallback : std::stoi(it->second);
+    }
+    std::vector<std::string> key_values() const {
+        std::vector<std::string> kv;
+        for (const auto &[k, v] : params) kv.push_back(k + "=" + v);
+        return kv;
+    }
+    std::string describe() const {
+        std::string s = generator;
+        for (const std::string &kv : key_values()) s += " " + kv;
+        return s;
+    }
+};
+
+/** One GeneratorParam the fuzzer draws, and the values it draws it from. */
+struct Dimension {
+    std::string param;
+    std::vector<std::string> values;
+};
+
+/** What makes a configuration one the generator must accept and run exactly. */
+struct Constraint {
+    const char *what;
+    std::function<bool(const Config &)> holds;
+};
+
+struct Space {
+    std::vector<std::string> generators;
+    std::vector<Dimension> dimensions;
+    std::vector<Constraint> constraints;
+};
+
+std::vector<std::string> range(int lo, int hi) {
+    std::vector<std::string> v;
+    for (int i = lo; i <= hi; i++) v.push_back(std::to_string(i));
+    return v;
+}
+
+int threads(const Config &c) {
+    return (c.at("block_m") / c.at("thread_m", 1)) * (c.at("block_n") / c.at("thread_n", 1));
+}
+
+int stages_b(const Config &c) {
+    return c.at("stages_b") ? c.at("stages_b") : c.at("stages", 1);
+}
+
+// The constraints of generators/MatMulGenerator.h and ContractionSchedule.h, and the pass's
+// limits on OpenCL (src/plan/ResourceLimits.h), for operands of `bytes` bytes.
+std::vector<Constraint> matmul_constraints(int bytes) {
+    return {
+        {"the vector width divides tile_k and block_n",
+         [](const Config &c) {
+             return c.at("tile_k") % c.at("vector_width") == 0 && c.at("block_n") % c.at("vector_width") == 0;
+         }},
+        {"the shared slots fit in 48 KiB",
+         [bytes](const Config &c) {
+             return bytes * c.at("tile_k") * (c.at("stages", 1) * c.at("block_m") + stages_b(c) * c.at("block_n")) <=
+                    48 * 1024;
+         }},
+        {"the register prefetch distance is at most the steps of a k tile",
+         [](const Config &c) { return c.at("register_stages") < 2 || c.at("register_stages") - 1 <= c.at("tile_k"); }},
+    };
+}
+
+// fp32: every tile shape, vector width and stage count the schedule takes, at work-groups of
+// at most 256 work-items (pocl runs a work-group's items in a loop: larger ones are slow).
+Space fp32_space() {
+    Space s;
+    s.generators = {"testing_gemm", "testing_bmm"};
+    s.dimensions = {
+        {"block_m", {"8", "16", "32", "64"}},
+        {"block_n", {"8", "16", "32", "64"}},
+        {"thread_m", {"1", "2", "4", "8"}},
+        {"thread_n", {"1", "2", "4", "8"}},
+        {"tile_k", {"4", "8", "16", "32"}},
+        {"vector_width", {"1", "2", "4"}},
+        {"stages", range(1, 6)},
+        {"stages_b", range(0, 4)},  // 0: A's
+        {"register_stages", range(0, 4)},
+    };
+    s.constraints = matmul_constraints(4);
+    s.constraints.push_back({"thread tiles divide the block tile", [](const Config &c) {
+                                 return c.at("block_m") % c.at("thread_m") == 0 &&
+                                        c.at("block_n") % c.at("thread_n") == 0;
+                             }});
+    s.constraints.push_back({"at most 256 work-items", [](const Config &c) { return threads(c) <= 256; }});
+    // A known bug the fuzzer found (CompileFuzz.DISABLED_OneOperandPipelinedWithRegisterStages):
+    // register stages >= 2 where one operand is pipelined at the shared level and the other is
+    // not compute wrong results. Remove this line when that test passes.
+    s.constraints.push_back({"not the known bug", [](const Config &c) {
+                                 return c.at("register_stages") < 2 || (c.at("stages", 1) > 1) == (stages_b(c) > 1);
+                             }});
+    return s;
+}
+
+// Tensor cores: fp16 and bf16 operands, warp tiles of mma.sync's shape (m16n8k16: multiples of
+// 16), whole warps; the register level is not there yet for fragments (README). The generators
+// take `type` and `warp_m`/`warp_n` once the tensor-core generators are merged; until then the
+// test skips (the first build reports the unknown GeneratorParam).
+Space tensor_core_space() {
+    Space s;
+    s.generators = {"testing_gemm", "testing_bmm"};
+    s.dimensions = {
+        {"type", {"f16", "bf16"}},
+        {"block_m", {"16", "32", "64", "128"}},
+        {"block_n", {"16", "32", "64", "128"}},
+        {"warp_m", {"16", "32", "64"}},
+        {"warp_n", {"16", "32", "64"}},
+        {"tile_k", {"16", "32"}},
+        {"vector_width", {"1", "2", "4", "8"}},
+        {"stages", range(1, 5)},
+        {"stages_b", range(0, 4)},
+    };
+    s.constraints = matmul_constraints(2);
+    s.constraints.push_back({"warp tiles divide the block tile", [](const Config &c) {
+                                 return c.at("block_m") % c.at("warp_m") == 0 && c.at("block_n") % c.at("warp_n") == 0;
+                             }});
+    s.constraints.push_back({"at most 8 warps", [](const Config &c) {
+                                 return (c.at("block_m") / c.at("warp_m")) * (c.at("block_n") / c.at("warp_n")) <= 8;
+                             }});
+    return s;
+}
+
+Config draw(const Space &s, std::mt19937 &rng) {
+    for (;;) {
+        Config c;
+        c.generator = s.generators[rng() % s.generators.size()];
+        for (const Dimension &d : s.dimensions) c.params[d.param] = d.values[rng() % d.values.size()];
+        bool ok = true;
+        for (const Constraint &k : s.constraints) ok = ok && k.holds(c);
+        if (ok) return c;
+    }
+}
+
+/** A configuration as Config::describe() prints it: "generator key=value ...". */
+Config parse(const std::string &text) {
+    std::istringstream in(text);
+    Config c;
+    in >> c.generator;
+    for (std::string kv; in >> kv;) c.params[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    return c;
+}
+
+// ---- Operands of the variant's own types (from its metadata), and their values in fp32.
+
+uint16_t bits_of(float f, halide_type_t t) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (t.code == halide_type_bfloat) return (uint16_t)(u >> 16);  // f is already a bf16 value
+    const _Float16 h = (_Float16)f;
+    uint16_t b;
+    memcpy(&b, &h, 2);
+    return b;
+}
+
+float rounded(float f, halide_type_t t) {
+    if (t.bits == 32) return f;
+    if (t.code == halide_type_bfloat) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;  // round to nearest even
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    return (float)(_Float16)f;
+}
+
+halide_type_t argument_type(const Variant &v, const char *name) {
+    for (int i = 0; i < v.metadata().num_arguments; i++) {
+        if (!strcmp(v.metadata().arguments[i].name, name)) return v.metadata().arguments[i].type;
+    }
+    return halide_type_t(halide_type_float, 32);
+}
+
+/** Random values rounded to `type` in fp32 (`values`, for the reference) and a buffer of `type`
+ * holding them (for the variant). */
+Buffer<void> random_operand(std::mt19937 &rng, const std::vector<int> &shape, halide_type_t type,
+                            Buffer<float> &values) {
+    values = Buffer<float>(shape);
+    reference::fill_random(values, rng);
+    values.for_each_value([&](float &v) { v = rounded(v, type); });
+    if (type.bits == 32) return values;
+    Buffer<void> b(type, shape);
+    const float *from = values.data();
+    uint16_t *to = (uint16_t *)b.data();
+    for (size_t i = 0; i < values.number_of_elements(); i++) to[i] = bits_of(from[i], type);
+    b.set_host_dirty();
+    return b;
+}
+
+/** Runs `v` at `shapes` random runtime shapes; "" when every output is close to the reference,
+ * else what went wrong. */
+std::string check(const Variant &v, bool batched, std::mt19937 &rng, int shapes) {
+    std::ostringstream failures;
+    for (int s = 0; s < shapes; s++) {
+        const int batch = batched ? 1 + rng() % 3 : 1, m = fuzz::draw_size(rng), n = fuzz::draw_size(rng),
+                  k = fuzz::draw_size(rng);
+        std::vector<int> a_shape{k, m}, b_shape{n, k}, out_shape{n, m};
+        if (batched) {
+            a_shape.push_back(batch);
+            b_shape.push_back(batch);
+            out_shape.push_back(batch);
+        }
+        Buffer<float> a_values, b_values;
+        Buffer<void> a = random_operand(rng, a_shape, argument_type(v, "A"), a_values);
+        Buffer<void> b = random_operand(rng, b_shape, argument_type(v, "B"), b_values);
+        Buffer<float> out = reference::poisoned(out_shape);
+        std::string error;
+        const int status = v.run({{"A", a.raw_buffer()}, {"B", b.raw_buffer()}, {"out", out.raw_buffer()}}, &error);
+        std::ostringstream shape;
+        shape << (batched ? "batch " + std::to_string(batch) + ", " : "") << "M " << m << ", N " << n << ", K " << k;
+        if (status) {
+            failures << "  " << shape.str() << ": returned " << status << " " << error << "\n";
+            continue;
+        }
+        out.copy_to_host();
+        const int wrong = reference::matmul_mismatches(a_values, b_values, out);
+        if (wrong) failures << "  " << shape.str() << ": " << wrong << " of " << out.number_of_elements() << " wrong\n";
+    }
+    return failures.str();
+}
+
+struct Batch {
+    int seed = 0;
+    std::string dir;
+    std::vector<Config> configs;
+    std::vector<Built> built;
+};
+
+/** Builds `configs` (with `extra` params each) through the testing generator executable. */
+Batch build(const std::vector<Config> &configs, int seed, const std::vector<std::string> &extra) {
+    Batch r;
+    r.seed = seed;
+    r.configs = configs;
+    std::string pattern = std::string(ALCOP_FUZZ_DIR) + "/compile_fuzz.XXXXXX";
+    r.dir = mkdtemp(pattern.data()) ? pattern : std::string(ALCOP_FUZZ_DIR);
+    std::vector<Generation> gens;
+    for (size_t i = 0; i < configs.size(); i++) {
+        Generation g;
+        g.generator_exe = ALCOP_TESTING_GEN;
+        g.generator = configs[i].generator;
+        g.function = "fz" + std::to_string(i);
+        g.target = ALCOP_OPENCL_TARGET;
+        g.params = configs[i].key_values();
+        g.params.insert(g.params.end(), extra.begin(), extra.end());
+        gens.push_back(g);
+    }
+    r.built = alcop::variants::build_all(gens, r.dir, ALCOP_CXX);
+    return r;
+}
+
+/** What went wrong with configuration i of `r` ("" if nothing), each with how to repeat it. */
+std::string run_one(const Batch &r, size_t i, std::mt19937 &rng, int shapes) {
+    const Built &b = r.built[i];
+    std::ostringstream os;
+    const std::string repeat = "  seed " + std::to_string(r.seed) + ", configuration " + std::to_string(i) + ": " +
+                               r.configs[i].describe() + "\n  build: " + b.command + "\n";
+    if (!b.ok) {
+        os << "build failed\n" << repeat << alcop::variants::read_text(b.log);
+        return os.str();
+    }
+    std::string error;
+    std::unique_ptr<Variant> v = Variant::load(b.library, "fz" + std::to_string(i), &error);
+    if (!v) return "load failed: " + error + "\n" + repeat;
+    const std::string wrong = check(*v, r.configs[i].generator == "testing_bmm", rng, shapes);
+    return wrong.empty() ? "" : "mismatch\n" + repeat + wrong;
+}
+
+const int shapes_per_config = 3;
+
+/** Draws ALCOP_FUZZ_COMPILE_CONFIGS configurations of `space`, builds them (with `extra`
+ * params each) and checks each; the number that failed. Sets *unsupported when the first build
+ * failed because the generator lacks one of the space's GeneratorParams. */
+int fuzz_space(const Space &space, const std::vector<std::string> &extra, bool *unsupported = nullptr) {
+    const int seed = fuzz::env_int("ALCOP_FUZZ_SEED", 1234), n = fuzz::env_int("ALCOP_FUZZ_COMPILE_CONFIGS", 4);
+    std::mt19937 rng(seed);
+    std::vector<Config> configs;
+    for (int i = 0; i < n; i++) configs.push_back(draw(space, rng));
+    if (const char *given = getenv("ALCOP_FUZZ_CONFIG")) {
+        configs = {parse(given)};  // a configuration a failure printed, again (at other shapes)
+    }
+    const Batch r = build(configs, seed, extra);
+    if (unsupported && !r.built.empty() && !r.built[0].ok &&
+        alcop::variants::read_text(r.built[0].log).find("has no GeneratorParam named") != std::string::npos) {
+        *unsupported = true;
+        std::filesystem::remove_all(r.dir);
+        return 0;
+    }
+    int failures = 0;
+    for (size_t i = 0; i < configs.size(); i++) {
+        const std::string what = run_one(r, i, rng, shapes_per_config);
+        if (!what.empty()) {
+            failures++;
+            ADD_FAILURE() << what;
+        }
+    }
+    printf("compile-time fuzz: seed %d, %zu configurations, %d shapes each, %d failing%s\n", seed, configs.size(),
+           shapes_per_config, failures, failures ? (" (variants kept in " + r.dir + ")").c_str() : "");
+    if (!failures) std::filesystem::remove_all(r.dir);
+    return failures;
+}
+
+TEST(CompileFuzz, RandomConfigurationsMatchReference) {
+    const char *fault = getenv("ALCOP_FUZZ_FAULT");
+    fuzz_space(fp32_space(),
+               fault ? std::vector<std::string>{std::string("fault=") + fault} : std::vector<std::string>{});
+}
+
+// The checker bites: a pipeline whose copies write the wrong slot (testing::Fault), built and
+// run by the same machinery, must be reported.
+TEST(CompileFuzz, BrokenPipelineIsCaught) {
+    Config c{
+        "testing_gemm",
+        {{"block_m", "32"}, {"block_n", "32"}, {"thread_m", "2"}, {"thread_n", "2"}, {"tile_k", "8"}, {"stages", "3"}}};
+    const Batch r = build({c}, 0, {"fault=slot_off_by_one"});
+    std::mt19937 rng(1);
+    const std::string what = run_one(r, 0, rng, 1);
+    EXPECT_NE(what.find("mismatch"), std::string::npos) << "the broken pipeline was not caught: " << what;
+    std::filesystem::remove_all(r.dir);
+}
+
+// Found by this fuzzer (seed 1234, its first configuration): with register fragments pipelined
+// (register_stages >= 2), one operand pipelined at the shared level and the other not (stages
+// or stages_b 1) gives wrong results, whichever operand it is; both pipelined (any counts) or
+// register_stages 1 are right. The lowered kernel (stages=1 stages_b=2) composes both fragments
+// with B's shared pipeline: A's first fragments are loaded before the loop, from A_shared that
+// is produced only inside it, and the last R - 1 steps of chunk k load A's fragments of chunk
+// k + 1 from A's one slot, which still holds chunk k. Excluded from the draw until fixed ("not
+// the known bug").
+TEST(CompileFuzz, DISABLED_OneOperandPipelinedWithRegisterStages) {
+    for (const char *stages : {"stages=1 stages_b=2", "stages=2 stages_b=1"}) {
+        const Config c = parse(std::string("testing_gemm block_m=16 block_n=16 thread_m=2 thread_n=2 tile_k=8 "
+                                           "vector_width=1 register_stages=2 ") +
+                               stages);
+        const Batch r = build({c}, 0, {});
+        std::mt19937 rng(1);
+        const std::string what = run_one(r, 0, rng, shapes_per_config);
+        EXPECT_EQ(what, "");
+        if (what.empty()) std::filesystem::remove_all(r.dir);
+    }
+}
+
+TEST(CompileFuzz, TensorCoreConfigurationsMatchReference) {
+    bool unsupported = false;
+    fuzz_space(tensor_core_space(), {}, &unsupported);
+    if (unsupported) {
+        GTEST_SKIP() << "the testing generators have no GeneratorParam type, warp_m or warp_n yet (the tensor-core "
+                        "generators are not merged)";
+    }
+}
+
+}  // namespace

@@ -1,0 +1,178 @@
+// The gemm, bmm and conv2d generators with type=f16 and type=bf16 (tensor cores), at their
+// default tiles (128 x 128 blocks of four 64 x 64 warp tiles, conv2d eight 64 x 32, tile_k 32,
+// 3 stages), built for CUDA sm_80 in-process. Per chunk of tile_k = 32 (two 16-wide k steps)
+// a warp's 64 x 64 tile is 4 x 8 tiles of 16 x 8: 2 x 32 mma.sync, 2 x 4 ldmatrix.x4 of A
+// (K-major: no .trans) and 2 x 4 ldmatrix.x4.trans of B (N-major; 64 x 32: 2 x 16 mma.sync,
+// 2 x 2 ldmatrix of B); no local memory; ptxas assembles each kernel for sm_80 and sm_90 with
+// no spills. Unpipelined (stages=1) and pipelined with the same tiles: the 16-byte copies of
+// each stage (cp.async once the copies of halves are asynchronous, contraction_copies).
+// The generators' own user errors and the pass's rejection of a target without tensor cores.
+// Not run (no GPU).
+
+#include "Halide.h"
+
+#include "ContractionSchedule.h"
+#include "KernelSource.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using namespace Halide;
+using alcop_generators::Operands;
+using kernel_source::count;
+
+const std::string sm80 = "host-cuda-cuda_capability_80";
+
+struct Variant {
+    std::string generator, type;
+    int stages;  // 0: the default
+};
+
+void PrintTo(const Variant &v, std::ostream *os) {
+    *os << v.generator << " type=" << v.type << " stages=" << v.stages;
+}
+
+Internal::GeneratorParamsMap params_of(const Variant &v) {
+    Internal::GeneratorParamsMap p{{"type", v.type}};
+    if (v.stages) p["stages"] = std::to_string(v.stages);
+    if (v.generator == "conv2d") p["pad"] = "1";
+    return p;
+}
+
+/** What is wrong with the tensor-core kernel of a default-tiled generator; empty when nothing. */
+std::vector<std::string> tensor_core_problems(const std::string &ptx, const std::string &type, int warp_n) {
+    std::vector<std::string> problems;
+    auto expect = [&](bool ok, const std::string &what) {
+        if (!ok) problems.push_back(what);
+    };
+    const int k_steps = 32 / 16, tiles = (64 / 16) * (warp_n / 8);
+    const int a_loads = k_steps * 64 / 16, b_loads = k_steps * warp_n / 16;
+    const std::string mma = "mma.sync.aligned.m16n8k16.row.col.f32." + type + "." + type + ".f32";
+    expect(count(ptx, mma) == k_steps * tiles, "not " + std::to_string(k_steps * tiles) + " " + mma + " per chunk");
+    expect(count(ptx, "mma.sync") == count(ptx, mma), "an mma.sync of another shape or type");
+    expect(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == a_loads,
+           "not " + std::to_string(a_loads) + " ldmatrix.x4 of A per chunk");
+    expect(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == b_loads,
+           "not " + std::to_string(b_loads) + " ldmatrix.x4.trans of B per chunk");
+    expect(count(ptx, "ldmatrix") == a_loads + b_loads, "an ldmatrix of another shape");
+    expect(count(ptx, "alcop_") == 0, "a marker survived");
+    expect(count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot") == 0,
+           "a register array went to local memory");
+    return problems;
+}
+
+std::string join(const std::vector<std::string> &v) {
+    std::string s;
+    for (const std::string &x : v) s += x + "; ";
+    return s;
+}
+
+class TensorCoreGenerators : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
+    const Variant v = GetParam();
+    const std::string ptx = kernel_source::of_generator(v.generator, sm80, params_of(v));
+    ASSERT_FALSE(ptx.empty());
+    // The default warp tiles: 64 x 64 (four warps), conv2d's 64 x 32 (eight).
+    const int warp_n = v.generator == "conv2d" ? 32 : 64, threads = 32 * (128 / 64) * (128 / warp_n);
+    EXPECT_EQ(join(tensor_core_problems(ptx, v.type, warp_n)), "");
+    // Each tile copy stores A's and B's 128 x 32 tiles in 16-byte vectors (8 elements), spread
+    // over the threads; the prologue copies stages - 1 tiles, the loop one.
+    const int stages = v.stages ? v.stages : 3, vectors = 2 * 128 * 32 / 8 / threads * stages;
+    const int groups = count(ptx, "cp.async.commit_group");
+    const bool async =
+        stages > 1 &&
+        alcop::uses_async_copies(
+            Target(sm80), alcop_generators::contraction_copies(
+                              v.generator, v.type == "f16" ? Operands::F16 : Operands::BF16, alcop::CopyKind::Auto));
+    if (async) {
+        // One commit group per step; each wait is followed by a barrier before the next
+        // ldmatrix reads the tile.
+        EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), vectors);
+        EXPECT_EQ(groups, stages);
+        for (size_t at = ptx.find("cp.async.wait_group"); at != std::string::npos;
+             at = ptx.find("cp.async.wait_group", at + 1)) {
+            const size_t bar = ptx.find("bar.sync", at), ld = ptx.find("ldmatrix", at);
+            EXPECT_TRUE(bar != std::string::npos && (ld == std::string::npos || bar < ld));
+        }
+    } else {
+        // Until cp.async of halves is in, the copies are synchronous (contraction_copies).
+        EXPECT_EQ(count(ptx, "cp.async"), 0);
+        EXPECT_EQ(count(ptx, "st.shared.v4"), vectors);
+    }
+    std::printf("%s %s stages=%d: %d mma.sync, %d ldmatrix, %d cp.async (16 bytes), %d commit groups, %d "
+                "st.shared.v4\n",
+                v.generator.c_str(), v.type.c_str(), stages, count(ptx, "mma.sync"), count(ptx, "ldmatrix"),
+                count(ptx, "cp.async.cg.shared.global"), groups, count(ptx, "st.shared.v4"));
+#ifdef ALCOP_PTXAS
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = kernel_source::ptxas_output(ptx, arch, "tc_generator", &status);
+        EXPECT_EQ(status, 0) << log;
+        EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+        EXPECT_EQ(count(log, "bytes stack frame"), count(log, "0 bytes stack frame")) << log;
+        const size_t used = log.find("Used ");
+        std::printf("  ptxas %s: %s", arch, used == std::string::npos ? "?\n" : log.substr(used).c_str());
+    }
+#else
+    GTEST_SKIP() << "ptxas not found: PTX not assembled";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Defaults, TensorCoreGenerators,
+    ::testing::Values(Variant{"gemm", "f16", 0}, Variant{"gemm", "bf16", 0}, Variant{"gemm", "f16", 1},
+                      Variant{"bmm", "f16", 0}, Variant{"bmm", "bf16", 0}, Variant{"bmm", "bf16", 1},
+                      Variant{"conv2d", "f16", 0}, Variant{"conv2d", "bf16", 0}, Variant{"conv2d", "f16", 1}),
+    [](const ::testing::TestParamInfo<Variant> &info) {
+        const Variant &v = info.param;
+        return v.generator + "_" + v.type + (v.stages ? "_stages" + std::to_string(v.stages) : "_default");
+    });
+
+/** The CompileError a generator variant raises ("" when it builds). */
+std::string error_of(const std::string &generator, const std::string &target,
+                     const Internal::GeneratorParamsMap &params) {
+    try {
+        kernel_source::of_generator(generator, target, params);
+    } catch (const CompileError &e) {
+        std::printf("%s", e.what());
+        return e.what();
+    }
+    return "";
+}
+
+TEST(TensorCoreGenerators, TilesTheInstructionCannotServeAreUserErrors) {
+    EXPECT_NE(error_of("gemm", sm80, {{"type", "f16"}, {"warp_m", "40"}}).find("multiples of 16"), std::string::npos);
+    EXPECT_NE(error_of("bmm", sm80, {{"type", "bf16"}, {"block_m", "96"}}).find("must divide block_m (96)"),
+              std::string::npos);
+    EXPECT_NE(error_of("conv2d", sm80, {{"type", "f16"}, {"tile_k", "24"}}).find("tile_k (24)"), std::string::npos);
+    EXPECT_NE(error_of("gemm", sm80, {{"type", "f16"}, {"register_stages", "2"}}).find("register_stages"),
+              std::string::npos);
+}
+
+// The defaults' 3 stages of 16 KB fit the 48 KB a block gets without the shared-memory opt-in;
+// a fourth is a compile-time user error unless shared_memory_limit allows it (for an app that
+// links the opt-in, alcop/CudaOptIn.h).
+TEST(TensorCoreGenerators, FourStagesNeedTheSharedMemoryOptIn) {
+    const std::string e = error_of("gemm", sm80, {{"type", "f16"}, {"stages", "4"}});
+    EXPECT_NE(e.find("would need 65536 bytes of shared memory per block"), std::string::npos) << e;
+    EXPECT_NE(e.find("shared_memory_limit"), std::string::npos) << e;
+    EXPECT_EQ(error_of("gemm", sm80, {{"type", "f16"}, {"stages", "4"}, {"shared_memory_limit", "232448"}}), "");
+}
+
+// The generators build the tensor-core schedule for any GPU target; the pass (alcop::enable)
+// rejects one without tensor cores with a user error that names the accumulator.
+TEST(TensorCoreGenerators, TargetsWithoutTensorCoresAreRejectedByThePass) {
+    for (const char *target : {"host-cuda", "host-cuda-cuda_capability_75", "host-opencl"}) {
+        SCOPED_TRACE(target);
+        const std::string e = error_of("gemm", target, {{"type", "f16"}});
+        EXPECT_NE(e.find("alcop::tensor_cores(prod)"), std::string::npos) << e;
+        EXPECT_NE(e.find("cuda_capability_80"), std::string::npos) << e;
+    }
+}
+
+}  // namespace
