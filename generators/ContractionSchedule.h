@@ -182,34 +182,24 @@ inline Halide::Type element_type(Operands t) {
     return t == Operands::F32 ? Halide::Float(32) : t == Operands::F16 ? Halide::Float(16) : Halide::BFloat(16);
 }
 
-/** How the copies of a contraction's tiles are made (alcop::Options::copies). For f16 and bf16
- * tiles `auto` means synchronous copies for now, and `async` is a user error: 16-byte cp.async
- * of halves is not built yet (the copy lowering's marker for a float16x8 value fails Halide
- * 14's codegen). Synchronous rather than register-staged: at the default tiles the staging
- * registers (clamped copies load each half on its own) make ptxas spill. Remove this when
- * cp.async of halves is in. */
-inline alcop::CopyKind contraction_copies(const std::string &generator, Operands type, alcop::CopyKind copies) {
-    if (type == Operands::F32) return copies;
-    _halide_user_assert(copies != alcop::CopyKind::Async)
-        << "The " << generator << " generator with type f16 or bf16: copies=async is not available yet "
-        << "(cp.async of fp16 and bf16 tiles); use copies=auto, staged or synchronous.\n";
-    return copies == alcop::CopyKind::Auto ? alcop::CopyKind::Synchronous : copies;
-}
-
 /** The block tile, k tile and stages of a generator: its GeneratorParams' values, or where
  * one is 0 the default of the operand type's schedule. f32: 64 x 64 blocks, k tile 8,
- * unpipelined. f16 and bf16, chosen for an H200 (and an A100): 128 x 128 blocks (of four 64 x 64
- * warp tiles: 128 fp32 accumulators a thread), k tile 32 (two mma.sync k steps), 3 shared stages
- * of 16 KB, which fit the 48 KB a block gets without the shared-memory opt-in. */
+ * unpipelined, no register fragments. f16 and bf16, chosen for an H200 (and an A100): 128 x 128
+ * blocks (of four 64 x 64 warp tiles: 128 fp32 accumulators a thread), k tile 32 (two mma.sync
+ * k steps), 3 shared stages of 16 KB, which fit the 48 KB a block gets without the shared-memory
+ * opt-in, and 2 register stages of the mma fragments (ldmatrix one k step ahead) where the
+ * shared tiles are pipelined (the fragments prefetch across their chunks; unpipelined: none). */
 struct ContractionShape {
-    int block_m, block_n, tile_k, stages;
+    int block_m, block_n, tile_k, stages, register_stages;
 };
 
-inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages) {
+inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages,
+                                      int register_stages) {
     const bool tc = type != Operands::F32;
     auto pick = [](int value, int fallback) { return value > 0 ? value : fallback; };
-    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), pick(tile_k, tc ? 32 : 8),
-            pick(stages, tc ? 3 : 1)};
+    const int s = pick(stages, tc ? 3 : 1);
+    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), pick(tile_k, tc ? 32 : 8), s,
+            pick(register_stages, tc && s > 1 ? 2 : 0)};
 }
 
 /** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */
@@ -230,8 +220,7 @@ inline int copy_vector_elements(const std::string &generator, Operands type, int
 
 /** Checks the tiles of a tensor-core contraction (user errors naming the generator and the
  * GeneratorParam). */
-inline void check_tensor_core_tiles(const std::string &generator, const TensorCoreTiles &t, int tile_k,
-                                    int register_stages) {
+inline void check_tensor_core_tiles(const std::string &generator, const TensorCoreTiles &t, int tile_k) {
     _halide_user_assert(t.warp_m % 16 == 0 && t.warp_n % 16 == 0)
         << "The " << generator << " generator with type f16 or bf16: warp_m (" << t.warp_m << ") and warp_n ("
         << t.warp_n << ") must be multiples of 16 (mma.sync.m16n8k16, two n8 tiles per ldmatrix.x4).\n";
@@ -240,10 +229,6 @@ inline void check_tensor_core_tiles(const std::string &generator, const TensorCo
         << t.warp_n << ") must divide block_m (" << t.block_m << ") and block_n (" << t.block_n << ").\n";
     _halide_user_assert(tile_k % 16 == 0) << "The " << generator << " generator with type f16 or bf16: tile_k ("
                                           << tile_k << ") must be a multiple of 16 (the mma.sync k step).\n";
-    // Register stages of the mma fragments are not built yet (tc-slots).
-    _halide_user_assert(register_stages == 0)
-        << "The " << generator << " generator with type f16 or bf16: register_stages (" << register_stages
-        << ") is not available on tensor cores yet: the fragments are loaded by ldmatrix in each k step.\n";
 }
 
 /** The contraction on tensor cores: prod's update is P(x, y) += f32(a(k, y)) * f32(b(x, k))
@@ -251,13 +236,15 @@ inline void check_tensor_core_tiles(const std::string &generator, const TensorCo
  * block holds a warp_m x warp_n tile of prod in the layout of mma.sync's accumulators, for
  * prod's definitions and for out; the shared tiles are copied by all threads in 16-byte
  * vectors (8 elements: cp.async where the copies are asynchronous); prod asks for tensor
- * cores, which the pass checks and rewrites into ldmatrix + mma.sync (CUDA sm_80+). */
+ * cores, which the pass checks and rewrites into ldmatrix + mma.sync (CUDA sm_80+), with its
+ * fragments in `register_stages` register slots where that is more than one. */
 inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod, Halide::Func a_shared,
                                              Halide::Func b_shared, Halide::Var x, Halide::Var y,
                                              const std::vector<Halide::Var> &extra_blocks,
                                              const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                              const std::vector<Halide::RVar> &outer_reduction, const TensorCoreTiles &t,
-                                             int stages_a, int stages_b, bool request_pipelines = true) {
+                                             int stages_a, int stages_b, int register_stages,
+                                             bool request_pipelines = true) {
     using namespace Halide;
     constexpr int warp_size = 32;
     const int threads = warp_size * (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
@@ -276,6 +263,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
     schedule_staged_copies(prod, streaming, a_shared, b_shared, warp_size, threads, width, false, stages_a, stages_b,
                            request_pipelines);
     alcop::tensor_cores(prod, t.warp_m, t.warp_n);
+    if (request_pipelines && register_stages > 1) alcop::pipeline(prod, register_stages, alcop::Level::Register);
 }
 
 }  // namespace alcop_generators

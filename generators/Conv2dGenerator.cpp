@@ -26,7 +26,7 @@ class Conv2d : public Generator<Conv2d> {
 public:
     // The operands' element type: f32, f16 or bf16 (tensor cores), as in MatMulGenerator.h.
     GeneratorParam<Operands> type{"type", Operands::F32, operand_type_names()};
-    // block_m, block_n, tile_k and stages: 0 is the type's default (with_defaults).
+    // block_m, block_n, tile_k, stages and register_stages: 0 is the type's default (with_defaults).
     GeneratorParam<int> block_m{"block_m", 0, 0, 1024};  // output pixels per block
     GeneratorParam<int> block_n{"block_n", 0, 0, 1024};  // output channels per block
     GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};  // f32
@@ -40,7 +40,7 @@ public:
     GeneratorParam<int> tile_k{"tile_k", 0, 0, 256};             // input channels per chunk
     GeneratorParam<int> vector_width{"vector_width", 4, 1, 16};  // f32 (f16, bf16: 16 bytes)
     GeneratorParam<int> stages{"stages", 0, 0, 16};
-    // Register fragments per channel step, with this many slots (0: none; see MatMulGenerator).
+    // Register fragments per channel step, with this many slots (see MatMulGenerator).
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     GeneratorParam<int> stride{"stride", 1, 1, 8};
     GeneratorParam<int> pad{"pad", 0, 0, 8};
@@ -58,13 +58,13 @@ public:
 
     void generate() {
         const bool tc = type != Operands::F32;
-        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages);
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
         const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
         const int vw = copy_vector_elements("conv2d", type, vector_width, kt, bn);
         const int s = stride, pd = pad;
         const Type t = element_type(type);
         _halide_user_assert(get_target().has_gpu_feature()) << "The conv2d generator needs a GPU target.\n";
-        if (tc) check_tensor_core_tiles("conv2d", {bm, bn, warp_m, warp_n}, kt, register_stages);
+        if (tc) check_tensor_core_tiles("conv2d", {bm, bn, warp_m, warp_n}, kt);
         Expr CI = input.dim(0).extent(), W = input.dim(1).extent(), H = input.dim(2).extent();
         Expr CO = filter.dim(0).extent(), KW = filter.dim(2).extent(), KH = filter.dim(3).extent();
         Expr OW = (W + 2 * pd - KW) / s + 1, OH = (H + 2 * pd - KH) / s + 1;
@@ -108,11 +108,11 @@ public:
     }
 
     void schedule() {
-        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages);
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
         const int bm = shape.block_m, bn = shape.block_n, sa = shape.stages;
         if (type != Operands::F32) {
             schedule_tensor_core_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w},
-                                             {bm, bn, warp_m, warp_n}, sa, sa, !auto_pipeline);
+                                             {bm, bn, warp_m, warp_n}, sa, sa, shape.register_stages, !auto_pipeline);
         } else {
             schedule_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w},
                                  {bm, bn, thread_m, thread_n, vector_width}, sa, sa, register_stages, !auto_pipeline);
@@ -129,7 +129,7 @@ public:
 
 private:
     alcop::CopyKind copy_kind() const {
-        return contraction_copies("conv2d", type, alcop::CopyKind::Auto);
+        return alcop::CopyKind::Auto;
     }
 
     Var ci{"ci"}, co{"co"}, p{"p"}, kx{"kx"}, ky{"ky"}, x{"x"}, y{"y"};

@@ -48,8 +48,9 @@ public:
 
     // The operands' element type: f32, f16 or bf16 (ContractionSchedule.h, Operands).
     GeneratorParam<Operands> type{"type", Operands::F32, operand_type_names()};
-    // block_m, block_n, tile_k and stages: 0 is the type's default (with_defaults: f32
-    // 64 x 64, tile_k 8, unpipelined; f16 and bf16 128 x 128, tile_k 32, 3 stages).
+    // block_m, block_n, tile_k, stages and register_stages: 0 is the type's default
+    // (with_defaults: f32 64 x 64, tile_k 8, unpipelined, no fragments; f16 and bf16 128 x 128,
+    // tile_k 32, 3 stages, 2 register stages of the mma fragments).
     GeneratorParam<int> block_m{"block_m", 0, 0, 1024};
     GeneratorParam<int> block_n{"block_n", 0, 0, 1024};
     GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};  // f32
@@ -62,7 +63,8 @@ public:
     // B's stages when they differ from A's (0: the same as A's).
     GeneratorParam<int> stages_b{"stages_b", 0, 0, 16};
     // Register fragments of A and B loaded from shared memory per step of the chunk, with
-    // this many register slots (0: the compute reads shared memory directly).
+    // this many register slots (f32, 0: the compute reads shared memory directly; f16 and
+    // bf16: the ldmatrix fragments, 1: loaded in the k step that uses them).
     GeneratorParam<int> register_stages{"register_stages", 0, 0, 8};
     // CUDA launch bounds: at least this many blocks per SM (alcop::min_blocks_per_sm; 0: none).
     GeneratorParam<int> min_blocks_per_sm{"min_blocks_per_sm", 0, 0, 32};
@@ -99,7 +101,7 @@ public:
         _halide_user_assert(this->get_target().has_gpu_feature())
             << "The " << generator_name() << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
         if (tensor_cores()) {
-            check_tensor_core_tiles(generator_name(), {bm, bn, warp_m, warp_n}, kt, register_stages);
+            check_tensor_core_tiles(generator_name(), {bm, bn, warp_m, warp_n}, kt);
         } else {
             _halide_user_assert(bm % thread_m == 0 && bn % thread_n == 0)
                 << "thread_m and thread_n must divide block_m and block_n.\n";
@@ -166,7 +168,7 @@ public:
         if (Batched) extra_blocks.push_back(b);
         if (tensor_cores()) {
             schedule_tensor_core_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {},
-                                             {bm, bn, warp_m, warp_n}, sa, sb, !auto_pipeline);
+                                             {bm, bn, warp_m, warp_n}, sa, sb, shape.register_stages, !auto_pipeline);
         } else {
             schedule_contraction(out, prod, A_shared, B_shared, x, y, extra_blocks, {r.x}, r.y, {},
                                  {bm, bn, thread_m, thread_n, vector_width}, sa, sb, register_stages, !auto_pipeline);
@@ -194,10 +196,10 @@ protected:
         return type != Operands::F32;
     }
     ContractionShape resolved_shape() const {
-        return with_defaults(type, block_m, block_n, tile_k, stages);
+        return with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
     }
     alcop::CopyKind copy_kind() const {
-        return contraction_copies(generator_name(), type, copies);
+        return copies;
     }
     static const char *generator_name() {
         return Batched ? "bmm" : "gemm";
