@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -340,6 +341,38 @@ TEST(CompileFuzz, DISABLED_OneOperandPipelinedWithRegisterStages) {
         EXPECT_EQ(what, "");
         if (what.empty()) std::filesystem::remove_all(r.dir);
     }
+}
+
+// What the tensor-core space leaves out (by its values or its constraints), the generators
+// reject, each with a user error saying why: the space is not narrower than they are.
+TEST(CompileFuzz, TensorCoreConstraintsAreTheGenerators) {
+    const std::string base = "testing_gemm type=f16 block_m=32 block_n=32 warp_m=16 warp_n=16 tile_k=32 stages=2 ";
+    const std::vector<std::pair<std::string, std::string>> broken{
+        {"block_m=48 warp_m=32", "must divide block_m (48)"},
+        {"warp_n=24", "must be multiples of 16"},
+        {"tile_k=24", "must be a multiple of 16"},
+        {"block_m=128 block_n=128 warp_m=32 warp_n=32 tile_k=48 stages=4", "bytes of shared memory per block"},
+    };
+    const Space space = tensor_core_space();
+    std::vector<Config> configs;
+    for (const auto &[params, message] : broken) {
+        Config c = parse(base);
+        for (const auto &[k, v] : parse("g " + params).params) c.params[k] = v;
+        int violated = 0;
+        for (const Constraint &k : space.constraints) violated += !k.holds(c);
+        const bool drawable = std::all_of(space.dimensions.begin(), space.dimensions.end(), [&](const Dimension &d) {
+            return std::count(d.values.begin(), d.values.end(), c.params.at(d.param)) > 0;
+        });
+        EXPECT_TRUE(violated > 0 || !drawable) << c.describe() << ": the space draws it";
+        configs.push_back(c);
+    }
+    const Batch r = build(configs, 0, {});
+    for (size_t i = 0; i < configs.size(); i++) {
+        const std::string log = alcop::variants::read_text(r.built[i].log);
+        EXPECT_FALSE(r.built[i].ok) << configs[i].describe() << " built";
+        EXPECT_NE(log.find(broken[i].second), std::string::npos) << configs[i].describe() << ":\n" << log;
+    }
+    std::filesystem::remove_all(r.dir);
 }
 
 // fp16 and bf16 on tensor cores, the ldmatrix and mma.sync markers emulated on pocl
