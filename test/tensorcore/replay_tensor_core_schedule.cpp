@@ -7,9 +7,10 @@
 // kernels are then the plugin's tensor-core kernels with the ldmatrix and mma markers
 // emulated, which pocl runs. Test-only: nothing here reaches the plugin or the product.
 //
-//   alcop_replay_tensor_core_schedule NAME OUTPUT_DIR TARGET
+//   alcop_replay_tensor_core_schedule NAME GENERATOR OUTPUT_DIR TARGET [param=value...]
 //
-// writes OUTPUT_DIR/NAME_pocl.o and .h, function NAME_pocl, arguments as the generator's.
+// (the build NAME's generator and params) writes OUTPUT_DIR/NAME_pocl.o and .h, function
+// NAME_pocl, arguments as the generator's.
 
 #include "Halide.h"
 
@@ -26,47 +27,43 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 using namespace Halide;
 
 namespace {
 
-struct Case {
-    std::string generator;
-    Internal::GeneratorParamsMap params;  // as the CUDA build's PARAMS (CMakeLists.txt)
-    void (*apply)(Pipeline, Target);
-    std::vector<std::string> inputs;  // the generator's inputs, in its order
+/** The schedule sources, by build name (CMakeLists.txt, as_tc_cases). */
+const std::map<std::string, void (*)(Pipeline, Target)> schedules{
+    {"as_gemm_tc", apply_schedule_as_gemm_tc},
+    {"as_gemm_tc_k32", apply_schedule_as_gemm_tc_k32},
+    {"as_bmm_tc", apply_schedule_as_bmm_tc},
+    {"as_conv2d_tc", apply_schedule_as_conv2d_tc},
 };
 
-const std::map<std::string, Case> cases{
-    {"as_gemm_tc",
-     {"as_gemm", {{"type", "f16"}, {"M", "64"}, {"N", "64"}, {"K", "64"}}, apply_schedule_as_gemm_tc, {"A", "B"}}},
-    {"as_gemm_tc_k32",
-     {"as_gemm", {{"type", "bf16"}, {"M", "64"}, {"N", "64"}, {"K", "32"}}, apply_schedule_as_gemm_tc_k32, {"A", "B"}}},
-    {"as_bmm_tc",
-     {"as_bmm",
-      {{"type", "bf16"}, {"batch", "2"}, {"M", "64"}, {"N", "64"}, {"K", "64"}},
-      apply_schedule_as_bmm_tc,
-      {"A", "B"}}},
-    {"as_conv2d_tc",
-     {"as_conv2d",
-      {{"type", "f16"}, {"N", "1"}, {"H", "8"}, {"W", "8"}, {"CI", "32"}, {"CO", "32"}},
-      apply_schedule_as_conv2d_tc,
-      {"input", "weights"}}},
+/** The plain generators' inputs, in their order. */
+const std::map<std::string, std::vector<std::string>> inputs{
+    {"as_gemm", {"A", "B"}},
+    {"as_bmm", {"A", "B"}},
+    {"as_conv2d", {"input", "weights"}},
 };
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc != 4 || !cases.count(argv[1])) {
-        fprintf(stderr, "usage: %s as_gemm_tc|as_gemm_tc_k32|as_bmm_tc|as_conv2d_tc OUTPUT_DIR TARGET\n", argv[0]);
+    if (argc < 5 || !schedules.count(argv[1]) || !inputs.count(argv[2])) {
+        fprintf(stderr, "usage: %s NAME GENERATOR OUTPUT_DIR TARGET [param=value...]\n", argv[0]);
         return 1;
     }
-    const std::string name = argv[1], dir = argv[2];
-    const Case &c = cases.at(name);
-    const Target target(argv[3]);
-    Pipeline p = unscheduled(c.generator, target, c.params);
-    c.apply(p, target);
+    const std::string name = argv[1], generator = argv[2], dir = argv[3];
+    const Target target(argv[4]);
+    Internal::GeneratorParamsMap params;
+    for (int i = 5; i < argc; i++) {
+        const std::string kv = argv[i];
+        params[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
+    Pipeline p = unscheduled(generator, target, params);
+    schedules.at(name)(p, target);
     // The schedule source ends with alcop::enable(pipeline, target); the last call wins.
     alcop::Options options;
     options.target = target;
@@ -76,14 +73,14 @@ int main(int argc, char **argv) {
 
     // The arguments in the generator's order: its inputs, then the output.
     std::vector<Argument> inferred = p.infer_arguments(), args;
-    for (const std::string &input : c.inputs) {
+    for (const std::string &input : inputs.at(generator)) {
         for (const Argument &a : inferred) {
             if (a.name == input) args.push_back(a);
         }
     }
     if (args.size() != inferred.size()) {
         fprintf(stderr, "%s: the pipeline has %zu arguments, expected %zu\n", name.c_str(), inferred.size(),
-                c.inputs.size());
+                inputs.at(generator).size());
         return 1;
     }
     const std::string base = dir + "/" + name + "_pocl";
