@@ -11,6 +11,7 @@
 #include "directive/Requests.h"
 #include "autoscheduler/AlcopAutoscheduler.h"
 
+#include "Unscheduled.h"
 #include "as_bmm.schedule.h"
 #include "as_bmm_bf16.schedule.h"
 #include "as_conv2d.schedule.h"
@@ -28,16 +29,6 @@
 using namespace Halide;
 
 namespace {
-
-/** A fresh copy of the generator's pipeline for `target` with `params`, unscheduled (built
- * once, with Halide's default schedule, which is what makes the generator hand its Pipeline
- * out). */
-Pipeline unscheduled(const std::string &generator, const Target &target, const Internal::GeneratorParamsMap &params) {
-    auto gen = Internal::GeneratorRegistry::create(generator, GeneratorContext(target));
-    gen->set_generator_param_values(params);
-    gen->build_module(generator);
-    return gen->get_pipeline();
-}
 
 /** Every scheduling decision of the pipeline, as text: per Func (in get_func order) its
  * compute and store levels, memory type, bounds, wrappers and definition, and per stage and

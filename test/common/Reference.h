@@ -2,13 +2,17 @@
 #define ALCOP_TEST_REFERENCE_H
 
 // The numerical tests' one notion of a correct output: within 1e-4 of a double-precision
-// reference, relative to sum |terms| (the scale of an fp32 dot product's rounding error).
-// NaN (the poison of an unwritten output) is never close.
+// reference, relative to sum |terms| (the scale of an fp32 dot product's rounding error); for
+// sums of fp16 or bf16 products (tensor cores), within the bound of fp32 rounding that K such
+// products can reach (exact_products_bound). NaN (the poison of an unwritten output) is never
+// close.
 
 #include "HalideBuffer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -20,6 +24,46 @@ inline void fill_random(Halide::Runtime::Buffer<float> &b, std::mt19937 &rng) {
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     b.for_each_value([&](float &v) { v = dist(rng); });
     b.set_host_dirty();
+}
+
+/** The 16 bits of f, a value of `t` (fp16 or bf16). */
+inline uint16_t bits_of(float f, halide_type_t t) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (t.code == halide_type_bfloat) return (uint16_t)(u >> 16);  // f is already a bf16 value
+    const _Float16 h = (_Float16)f;
+    uint16_t b;
+    memcpy(&b, &h, 2);
+    return b;
+}
+
+/** f rounded to the nearest value of `t` (f32: f), ties to even. */
+inline float rounded(float f, halide_type_t t) {
+    if (t.bits == 32) return f;
+    if (t.code == halide_type_bfloat) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    return (float)(_Float16)f;
+}
+
+/** Random values rounded to `type` in fp32 (`values`, for the reference) and a buffer of `type`
+ * holding them (for the pipeline). */
+inline Halide::Runtime::Buffer<void> random_operand(std::mt19937 &rng, const std::vector<int> &shape,
+                                                    halide_type_t type, Halide::Runtime::Buffer<float> &values) {
+    values = Halide::Runtime::Buffer<float>(shape);
+    fill_random(values, rng);
+    values.for_each_value([&](float &v) { v = rounded(v, type); });
+    if (type.bits == 32) return values;
+    Halide::Runtime::Buffer<void> b(type, shape);
+    const float *from = values.data();
+    uint16_t *to = (uint16_t *)b.data();
+    for (size_t i = 0; i < values.number_of_elements(); i++) to[i] = bits_of(from[i], type);
+    b.set_host_dirty();
+    return b;
 }
 
 /** An output of these sizes full of NaN, so that an element the pipeline does not write is
@@ -35,11 +79,27 @@ inline bool close(float got, double ref, double scale) {
     return std::abs(got - ref) <= 1e-4 * std::max(scale, 1e-6);
 }
 
+/** The largest error of an fp32 sum of k terms that are exact in fp32, whatever the order of
+ * the additions: the products of fp16 or bf16 values (at most 22 significant bits) that tensor
+ * cores (and their emulation, test/support/EmulatedTensorCores.h) accumulate in fp32. Rounding
+ * at each of the k additions, |error| <= gamma_k * sum |terms| with gamma_k = k u / (1 - k u),
+ * u = 2^-24 (Higham, Accuracy and Stability of Numerical Algorithms, 3.1); times 1.01. It grows
+ * linearly with k; a wrong element in a product is off by about |a b|, far above it. */
+inline double exact_products_bound(int k, double scale) {
+    const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
+    return 1.01 * gamma * scale;
+}
+
+inline bool close_exact_products(float got, double ref, double scale, int k) {
+    return std::abs(got - ref) <= exact_products_bound(k, scale);
+}
+
 /** Elements of out(x, y[, z]) that are not close to sum_k a(k, y[, z]) * b(x, k[, z]), after
- * `epilogue` (e.g. a ReLU) is applied to the reference. 3-D buffers are a batch along z. */
+ * `epilogue` (e.g. a ReLU) is applied to the reference. 3-D buffers are a batch along z. With
+ * exact_products (a and b hold fp16 or bf16 values), close is close_exact_products. */
 template<typename Epilogue>
 int matmul_mismatches(const Halide::Runtime::Buffer<float> &a, const Halide::Runtime::Buffer<float> &b,
-                      const Halide::Runtime::Buffer<float> &out, Epilogue epilogue) {
+                      const Halide::Runtime::Buffer<float> &out, Epilogue epilogue, bool exact_products = false) {
     const bool batched = out.dimensions() == 3;
     const int batch = batched ? out.dim(2).extent() : 1, m = out.dim(1).extent(), n = out.dim(0).extent(),
               k = a.dim(0).extent();
@@ -53,7 +113,9 @@ int matmul_mismatches(const Halide::Runtime::Buffer<float> &a, const Halide::Run
                     ref += t;
                     scale += std::abs(t);
                 }
-                bad += !close(batched ? out(x, y, z) : out(x, y), epilogue(ref), scale);
+                const float got = batched ? out(x, y, z) : out(x, y);
+                bad += exact_products ? !close_exact_products(got, epilogue(ref), scale, k) :
+                                        !close(got, epilogue(ref), scale);
             }
         }
     }
@@ -61,8 +123,9 @@ int matmul_mismatches(const Halide::Runtime::Buffer<float> &a, const Halide::Run
 }
 
 inline int matmul_mismatches(const Halide::Runtime::Buffer<float> &a, const Halide::Runtime::Buffer<float> &b,
-                             const Halide::Runtime::Buffer<float> &out) {
-    return matmul_mismatches(a, b, out, [](double r) { return r; });
+                             const Halide::Runtime::Buffer<float> &out, bool exact_products = false) {
+    return matmul_mismatches(
+        a, b, out, [](double r) { return r; }, exact_products);
 }
 
 }  // namespace reference

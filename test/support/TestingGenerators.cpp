@@ -1,12 +1,14 @@
-// The GEMM and batched matmul generators with what only the tests may ask for: deliberately
-// broken pipelines (`fault`), which prove that the numerical, IR and PTX checks bite, and the
-// async-visibility emulation (`emulated_async=true`, EmulatedAsyncCopies.h). Everything else
-// is the production generator's (generators/MatMulGenerator.h); these go in through the pass's
-// internal test hook (src/directive/TestHooks.h), never through the public Options. On an
-// OpenCL target every testing generator emulates the tensor-core instructions
-// (EmulatedTensorCores.h), so that pocl runs them; and testing_tc_gemm is the user's fp16/bf16
-// GEMM of the tensor-core tests (test/tensorcore/TensorCoreGemm.h) as a generator.
+// The GEMM, batched matmul and conv2d generators with what only the tests may ask for:
+// deliberately broken pipelines (`fault`), which prove that the numerical, IR and PTX checks
+// bite, and the async-visibility emulation (`emulated_async=true`, EmulatedAsyncCopies.h).
+// Everything else is the production generator's (generators/MatMulGenerator.h,
+// Conv2dGenerator.h); these go in through the pass's internal test hook
+// (src/directive/TestHooks.h), never through the public Options. On an OpenCL target every
+// testing generator emulates the tensor-core instructions (EmulatedTensorCores.h), so that
+// pocl runs them; and testing_tc_gemm is the user's fp16/bf16 GEMM of the tensor-core tests
+// (test/tensorcore/TensorCoreGemm.h) as a generator.
 
+#include "Conv2dGenerator.h"
 #include "MatMulGenerator.h"
 
 #include "EmulatedAsyncCopies.h"
@@ -55,6 +57,16 @@ public:
 
     void enable_pipelines(const alcop::Options &options) {
         alcop::testing::enable(this->get_pipeline(), options, testing_hooks(this->get_target(), fault, emulated_async));
+    }
+};
+
+class TestingConv2d : public alcop_generators::Conv2dGenerator<TestingConv2d> {
+public:
+    GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
+    GeneratorParam<bool> emulated_async{"emulated_async", false};
+
+    void enable_pipelines(const alcop::Options &options) {
+        alcop::testing::enable(get_pipeline(), options, testing_hooks(get_target(), fault, emulated_async));
     }
 };
 
@@ -110,4 +122,5 @@ private:
 
 HALIDE_REGISTER_GENERATOR(TestingMatMul<false>, testing_gemm)
 HALIDE_REGISTER_GENERATOR(TestingMatMul<true>, testing_bmm)
+HALIDE_REGISTER_GENERATOR(TestingConv2d, testing_conv2d)
 HALIDE_REGISTER_GENERATOR(TestingTensorCoreGemm, testing_tc_gemm)

@@ -9,14 +9,14 @@
 // kernel sees them; the reference is the double-precision sum of the products of the rounded
 // inputs. A product of two fp16 or bf16 values is exact in fp32 (at most 22 significant bits),
 // so the only error left is the fp32 accumulation of K products, in some order (the emulation
-// adds them one by one; mma.sync in its own order): for a sum of K terms rounded at each of the
-// K additions (the K-tile loop adds onto the accumulator, 16 at a time), |error| <= gamma_K *
-// sum_k |a_k b_k| with gamma_K = K u / (1 - K u), u = 2^-24. The test allows exactly that
-// bound (times 1.01): it grows linearly with K, and a wrong element in a product is off by
-// about |a b|, far above it. An unwritten output is NaN (never close).
+// adds them one by one; mma.sync in its own order; the K-tile loop adds onto the accumulator,
+// 16 at a time): the test allows the bound of that rounding, gamma_K * sum_k |a_k b_k|
+// (reference::exact_products_bound, test/common/Reference.h). An unwritten output is NaN
+// (never close).
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+#include "Reference.h"
 
 #include "tc_gemm_bf16_akm_bnm_s1_v8.h"
 #include "tc_gemm_bf16_akm_bkm_s3_v8.h"
@@ -109,7 +109,6 @@ int mismatches(GemmFn fn, const Element &e, const Shape &s) {
     out.set_host_dirty();
     if (fn(A, B, out) != 0) return -1;
     out.copy_to_host();
-    const double u = std::ldexp(1.0, -24), gamma = s.k * u / (1 - s.k * u);
     int bad = 0;
     double worst = 0;
     for (int y = 0; y < s.m; y++) {
@@ -120,7 +119,7 @@ int mismatches(GemmFn fn, const Element &e, const Shape &s) {
                 ref += t;
                 scale += std::abs(t);
             }
-            const double error = std::abs(out(x, y) - ref), bound = 1.01 * gamma * scale;
+            const double error = std::abs(out(x, y) - ref), bound = reference::exact_products_bound(s.k, scale);
             worst = std::max(worst, error / std::max(bound, 1e-300));
             if (!(error <= bound)) {
                 if (bad < 3) {

@@ -1,0 +1,48 @@
+// The numbers of the Alcop plugin's tensor-core schedules (fp16 / bf16 GEMM, batched matmul and
+// conv2d, generators/PlainContractionGenerators.cpp), on pocl: the schedules the plugin wrote for
+// CUDA sm_80, compiled for OpenCL with the ldmatrix and mma markers emulated
+// (replay_tensor_core_schedule.cpp), against the double-precision reference on the rounded
+// inputs, close as in tensor_core_numbers_test (TensorCoreNumbers.h). K and conv2d's channels
+// are the builds' (compile-time sizes for fp16 / bf16); M, N, the batch and the image sizes
+// vary, with tails.
+
+#include "TensorCoreNumbers.h"
+
+#include "as_bmm_tc_pocl.h"
+#include "as_conv2d_tc_pocl.h"
+#include "as_gemm_tc_k32_pocl.h"
+#include "as_gemm_tc_pocl.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace tc_numbers;
+
+/** (M, N) at the estimate (64 x 64), with tails, less than one block, more blocks than the
+ * estimate; K as built. */
+std::vector<MatMulShape> gemm_shapes(int k) {
+    return {{0, 64, 64, k}, {0, 100, 72, k}, {0, 17, 9, k}, {0, 1, 1, k}, {0, 33, 130, k}};
+}
+
+// K 64: 4 k tiles of 16, fewer than the plugin's 5 stages; f16.
+TEST(AutoscheduledTensorCoreNumbers, GemmF16) {
+    check_matmul(as_gemm_tc_pocl, f16, gemm_shapes(64));
+}
+// K 32; bf16. (Not K 16, a single k tile: for it the plugin picks 2 stages of a loop of one
+// chunk, which Halide removes, and the pass rejects the schedule: "A.in(prod) is produced 2
+// times at the GPU block level, in no serial loop".)
+TEST(AutoscheduledTensorCoreNumbers, GemmBF16K32) {
+    check_matmul(as_gemm_tc_k32_pocl, bf16, gemm_shapes(32));
+}
+TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
+    check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}});
+}
+// 3 x 3 filters over the build's 32 channels, no padding: inputs of (output + 2) pixels; the
+// estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails.
+TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
+    check_conv(as_conv2d_tc_pocl, f16, {{1, 10, 10, 32, 32, 3, 3}, {2, 11, 9, 32, 20, 3, 3}, {1, 7, 8, 32, 13, 3, 3}},
+               1, 0, /*out_4d=*/true);
+}
+
+}  // namespace
