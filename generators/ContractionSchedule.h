@@ -187,19 +187,20 @@ inline Halide::Type element_type(Operands t) {
  * unpipelined, no register fragments. f16 and bf16, chosen for an H200 (and an A100): 128 x 128
  * blocks (of four 64 x 64 warp tiles: 128 fp32 accumulators a thread), k tile 32 (two mma.sync
  * k steps), 3 shared stages of 16 KB, which fit the 48 KB a block gets without the shared-memory
- * opt-in, and 2 register stages of the mma fragments (ldmatrix one k step ahead) where the
- * shared tiles are pipelined (the fragments prefetch across their chunks; unpipelined: none). */
+ * opt-in, and 2 register stages of the mma fragments (ldmatrix one k step ahead) where they
+ * apply: both tiles pipelined (the fragments prefetch across their chunks) and an even number
+ * of k steps a chunk (each register slot serves whole pairs); elsewhere none. */
 struct ContractionShape {
     int block_m, block_n, tile_k, stages, register_stages;
 };
 
-inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages,
+inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages, int stages_b,
                                       int register_stages) {
     const bool tc = type != Operands::F32;
     auto pick = [](int value, int fallback) { return value > 0 ? value : fallback; };
-    const int s = pick(stages, tc ? 3 : 1);
-    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), pick(tile_k, tc ? 32 : 8), s,
-            pick(register_stages, tc && s > 1 ? 2 : 0)};
+    const int s = pick(stages, tc ? 3 : 1), sb = pick(stages_b, s), kt = pick(tile_k, tc ? 32 : 8);
+    const bool prefetch = tc && s > 1 && sb > 1 && (kt / 16) % 2 == 0;
+    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), kt, s, pick(register_stages, prefetch ? 2 : 0)};
 }
 
 /** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */

@@ -76,7 +76,7 @@ public:
 
     void generate() {
         const bool tc = type != Operands::F32;
-        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, 0, register_stages);
         const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
         const int vw = copy_vector_elements("conv2d", type, vector_width, kt, bn);
         const int s = stride, pd = pad;
@@ -127,7 +127,7 @@ public:
     }
 
     void schedule() {
-        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
+        const ContractionShape shape = with_defaults(type, block_m, block_n, tile_k, stages, 0, register_stages);
         const int bm = shape.block_m, bn = shape.block_n, sa = shape.stages;
         if (type != Operands::F32) {
             schedule_tensor_core_contraction(out, prod, input_shared, filter_shared, x, y, {}, {r.x}, r.y, {r.z, r.w},

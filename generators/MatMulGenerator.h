@@ -196,7 +196,7 @@ protected:
         return type != Operands::F32;
     }
     ContractionShape resolved_shape() const {
-        return with_defaults(type, block_m, block_n, tile_k, stages, register_stages);
+        return with_defaults(type, block_m, block_n, tile_k, stages, stages_b, register_stages);
     }
     alcop::CopyKind copy_kind() const {
         return copies;

@@ -249,18 +249,12 @@ class EmulateMarkers : public IRMutator {
         return e.type().is_uint() ? e : reinterpret(UInt(16), e);
     }
 
-    Stmt visit(const LetStmt *op) override {
-        const Call *ld = marker(op->value, ldmatrix_prefix);
-        if (!ld) return IRMutator::visit(op);
+    /** This lane's register of ldmatrix `ld` (its marker's register index j), read from the rows
+     * the exchange holds. */
+    Expr fragment_register(const Call *ld) const {
         internal_assert(ld->args.size() == ldmatrix_marker_args && is_const(ld->args[0]));
         const bool trans = ld->name == ldmatrix_trans_name;
         const int j = (int)*as_const_int(ld->args[0]);
-        // The next register of the same instruction reuses this exchange.
-        if (const LetStmt *next = op->body.as<LetStmt>()) {
-            if (same_operands(ld, marker(next->value, ldmatrix_prefix), 1, ldmatrix_marker_args)) {
-                row_ready.insert(next);
-            }
-        }
         Expr l = lane(), g = l / 4, t = l % 4;
         std::vector<Expr> halves;
         for (int h = 0; h < 2; h++) {
@@ -270,16 +264,29 @@ class EmulateMarkers : public IRMutator {
                                  load(UInt(16), slot(UInt(16), 8 * j + g, 0), 2 * t + h);
             halves.push_back(cast(UInt(32), value));
         }
-        Expr reg = halves[0] | (halves[1] << 16);
-        Stmt s = LetStmt::make(op->name, reg, mutate(op->body));
-        if (!row_ready.count(op)) {
-            std::vector<Stmt> writes;
-            for (int e = 0; e < 8; e++) {
-                writes.push_back(store(as_bits(mutate(ld->args[1 + e])), e));
-            }
-            s = Block::make(exchange(writes), s);
+        return halves[0] | (halves[1] << 16);
+    }
+
+    /** Each lane's ldmatrix row (8 halves from its row address) into its exchange slot. */
+    Stmt row_exchange(const Call *ld) {
+        std::vector<Stmt> writes;
+        for (int e = 0; e < 8; e++) {
+            writes.push_back(store(as_bits(mutate(ld->args[1 + e])), e));
         }
-        return s;
+        return exchange(writes);
+    }
+
+    Stmt visit(const LetStmt *op) override {
+        const Call *ld = marker(op->value, ldmatrix_prefix);
+        if (!ld) return IRMutator::visit(op);
+        // The next register of the same instruction reuses this exchange.
+        if (const LetStmt *next = op->body.as<LetStmt>()) {
+            if (same_operands(ld, marker(next->value, ldmatrix_prefix), 1, ldmatrix_marker_args)) {
+                row_ready.insert(next);
+            }
+        }
+        Stmt s = LetStmt::make(op->name, fragment_register(ld), mutate(op->body));
+        return row_ready.count(op) ? s : Block::make(row_exchange(ld), s);
     }
 
     Stmt visit(const Block *op) override {
@@ -316,6 +323,12 @@ class EmulateMarkers : public IRMutator {
     }
 
     Stmt visit(const Store *op) override {
+        if (const Call *ld = marker(op->value, ldmatrix_prefix)) {
+            // A register stage's slot (alcop::pipeline(acc, R, Level::Register)): the fragment
+            // is stored, not bound; one exchange per register.
+            return Block::make(row_exchange(ld), Store::make(op->name, fragment_register(ld), op->index, op->param,
+                                                             op->predicate, op->alignment));
+        }
         const Call *mma = marker(op->value, mma_prefix);
         if (!mma) return IRMutator::visit(op);
         // A lone store (not in a Block).
