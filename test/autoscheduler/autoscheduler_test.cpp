@@ -9,6 +9,7 @@
 #include "Halide.h"
 
 #include "KernelSource.h"
+#include "PipelineSummary.h"
 #include "TensorCoreGemm.h"
 
 #include "alcop/Autoscheduler.h"
@@ -401,13 +402,74 @@ TEST(Autoscheduler, RequestedGpuIsModelled) {
     }
 }
 
-TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
-    Built b = gemm(256, 256, 1023);
+/** The lowered Stmt of `b` for `t` after every lowering pass, the ALCOP pass's included. */
+Internal::Stmt lowered(Built &b, const std::string &name, const Target &t) {
+    struct Capture : Internal::IRMutator {
+        Internal::Stmt *into;
+        explicit Capture(Internal::Stmt *into) : into(into) {
+        }
+        using IRMutator::mutate;
+        Internal::Stmt mutate(const Internal::Stmt &s) override {
+            return *into = s;
+        }
+    };
+    Internal::Stmt s;
+    b.pipeline.add_custom_lowering_pass(new Capture(&s));  // after alcop::enable's pass
+    b.pipeline.compile_to_module(b.args, name, t);
+    return s;
+}
+
+TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
+    // An estimated K (1023) no k tile divides: every size runs the one guarded branch, in chunks
+    // of the k tile with the pipeline across them, not in chunks of one element.
+    // (Names used nowhere else, which Halide does not uniquify: the summary below compares
+    // names up to their first '$'.)
+    ImageParam A(Float(32), 2, "A_odd_k"), B(Float(32), 2, "B_odd_k");
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func prod("prod_odd_k"), out("out_odd_k");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, 1023}, {0, 256}});
+    B.set_estimates({{0, 256}, {0, 1023}});
+    out.set_estimates({{0, 256}, {0, 256}});
+    Built b{Pipeline(out), {A, B}};
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
-    EXPECT_NE(s.log.find("not a multiple of the k tile"), std::string::npos) << s.log;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) t\\S+ S(\\d+) R(\\d+)"))) << s.log;
+    const int bm = std::stoi(m[1]), bn = std::stoi(m[2]), kt = std::stoi(m[3]), stages = std::stoi(m[4]);
+    EXPECT_EQ(m[5], "1") << "register stages need every chunk's step loop of constant extent";
+    EXPECT_EQ(s.log.find("one element"), std::string::npos) << s.log;
     EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
-    EXPECT_NE(s.source.find(".rename(r_x, r_x_o)"), std::string::npos) << s.source;
-    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_odd_k", Target("host-opencl")));
+    EXPECT_NE(s.source.find(".split(r_x, r_x_o, r_x_i, " + std::to_string(kt) + ")"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find("runs in chunks of " + std::to_string(kt) + " with the last chunk guarded"),
+              std::string::npos)
+        << s.source;
+
+    // The kernel: the staged tiles of KT x BM and KT x BN in `stages` slots, the first stages - 1
+    // tiles copied before the streaming loop (each guarded by the trip count), one tile of each
+    // copied per iteration, and KT k steps per chunk.
+    const Internal::Stmt stmt = lowered(b, "gemm_odd_k", Target("host-opencl"));
+    const alcop::PipelineSummary p = alcop::summarize_pipeline(stmt, {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"});
+    std::cout << alcop::describe(p);
+    ASSERT_FALSE(p.loop.empty()) << stmt;
+    EXPECT_EQ(p.shared_elems, (int64_t)stages * kt * (bm + bn));
+    std::ostringstream text;
+    text << stmt;
+    const std::string t = text.str();
+    auto produced = [&](const std::string &pattern) {
+        const std::regex re("produce " + pattern + " \\{");
+        return (int)std::distance(std::sregex_iterator(t.begin(), t.end(), re), std::sregex_iterator());
+    };
+    for (const std::string f : {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"}) {
+        // (The summary compares names up to their first '$', so it counts the fragments,
+        // f$0_in_prod$0, as f: the prologue has none of them.)
+        EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(p.guarded_prologue.count(f) ? p.guarded_prologue.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(produced(f + "\\$\\d+"), stages) << f << ": the prologue's tiles and one per iteration";
+        EXPECT_EQ(produced(f + "\\$\\d+_in_prod_odd_k\\$\\d+"), kt) << f << ": one fragment per k step of a chunk";
+    }
 }
 
 TEST(Autoscheduler, VerboseListsTheTopCandidates) {
