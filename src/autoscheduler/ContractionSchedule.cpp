@@ -46,7 +46,8 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
 
 /** Schedules one staged copy: all threads of the block (threads_x x threads_y), each copying
  * whole vectors along the innermost dimension when `vectorize`. */
-void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads) {
+void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads,
+                   bool unroll = true) {
     std::vector<Dim> dims = args;
     if (vectorize) {
         Dim o{args[0].name + "_o"}, v{args[0].name + "_v"};
@@ -64,8 +65,8 @@ void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int t
     s.split(t, to, ti, threads, TailStrategy::GuardWithIf)
         .split(ti, ty, tx, threads_x)
         .reorder({tx, ty, to})
-        .gpu_threads({tx, ty})
-        .unroll(to);
+        .gpu_threads({tx, ty});
+    if (unroll) s.unroll(to);
     s.done();
 }
 
@@ -214,11 +215,15 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         const bool vectorize = !transposed && c.problem.element == model::Element::F32 && extents[0] > 0 &&
                                extents[0] % copy_vector_width == 0;
         Chain fast = schedule.stage(w, -1, copies.condition);
-        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads());
+        // The rounds of a tensor-core tile's copies (one half each) stay a loop: unrolled, their
+        // addresses held registers past the model's estimate (ptxas gave the 128x128x16 w32x64
+        // S3 GEMM 158 registers, 127 rolled; the user's schedule of docs/tensor-cores.md, whose
+        // copies are a loop too, 125; the estimate 126).
+        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads(), !s.tensor_cores);
     }
     if (copies.generic || copies.condition.defined()) {
         Chain generic = schedule.stage(w);
-        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads());
+        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks and the tail of K read " +
                                                   o->image->name() + " at clamped coordinates (AlcopAutoscheduler.h).");

@@ -451,7 +451,8 @@ TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
     // tiles copied before the streaming loop (each guarded by the trip count), one tile of each
     // copied per iteration, and KT k steps per chunk.
     const Internal::Stmt stmt = lowered(b, "gemm_odd_k", Target("host-opencl"));
-    const alcop::PipelineSummary p = alcop::summarize_pipeline(stmt, {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"});
+    const alcop::PipelineSummary p =
+        alcop::summarize_pipeline(stmt, {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"});
     std::cout << alcop::describe(p);
     ASSERT_FALSE(p.loop.empty()) << stmt;
     EXPECT_EQ(p.shared_elems, (int64_t)stages * kt * (bm + bn));
@@ -725,6 +726,53 @@ TEST(TensorCoreModel, RegisterEstimateIsWithinTenPercentOfPtxas) {
         std::cout << "[model vs ptxas] " << s.to_string() << ": estimate " << estimate << ", ptxas " << registers
                   << "\n";
         EXPECT_LE(std::abs(estimate - registers), 0.1 * registers) << s.to_string();
+    }
+}
+
+TEST(TensorCoreModel, RegisterEstimateFitsThePluginsKernels) {
+    // The plugin's own tensor-core choice for the benchmark's GEMM (H200, opt-in limits, as the
+    // benchmark builds it): every kernel of the schedule it applies within 10% of the model's
+    // estimate. (With the copy loops unrolled, as for fp32, one half per copy, ptxas gave this
+    // 128x128x16 w32x64 S3 choice 158 and 140 registers for an estimate of 126.) Not yet within
+    // 10%, and so not here: the plugin's 512x512x256 choice, 32x64x32 w16x32 S5 (ptxas 64 and 56,
+    // estimate 54), and its batched 12x512x512x64 choice, 64x64x32 w32x32 S1 (128 and 127,
+    // estimate 78).
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found";
+#endif
+    struct Shape {
+        int batch, m, n, k;
+    };
+    for (const Shape &sh : {Shape{1, 2048, 2048, 2048}}) {
+        Built b = sh.batch > 1 ? bmm16(Float(16), sh.batch, sh.m, sh.n, sh.k) : gemm16(Float(16), sh.m, sh.n, sh.k);
+        const Target t("host-cuda-cuda_capability_80");
+        Scheduled s;
+        {
+            ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+            ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+            s = autoschedule(b, "Alcop", t);
+        }
+        std::smatch m;
+        ASSERT_TRUE(
+            std::regex_search(s.log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) w(\\d+)x(\\d+) S(\\d+) R(\\d+)")))
+            << s.log;
+        alcop::model::Schedule chosen;
+        chosen.bm = std::stoi(m[1]), chosen.bn = std::stoi(m[2]), chosen.kt = std::stoi(m[3]);
+        chosen.tm = std::stoi(m[4]), chosen.tn = std::stoi(m[5]);
+        chosen.smem_stages = std::stoi(m[6]), chosen.reg_stages = std::stoi(m[7]);
+        chosen.tensor_cores = true;
+        const int estimate = alcop::model::estimate_registers(chosen, *alcop::model::find_gpu("H200"));
+        const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "tc_plugin_registers", t));
+        int status = 0;
+        const std::string log = ptxas_for(ptx, "sm_80", "tc_plugin_registers", &status);
+        ASSERT_EQ(status, 0) << log;
+        std::regex entry("\\.entry (\\w+)\\(");
+        for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator(); ++it) {
+            const int registers = ptxas_registers(log, (*it)[1]);
+            std::cout << "[model vs ptxas, plugin] " << chosen.to_string() << " " << (*it)[1] << ": estimate "
+                      << estimate << ", ptxas " << registers << "\n";
+            EXPECT_LE(std::abs(estimate - registers), 0.1 * registers) << chosen.to_string() << " " << (*it)[1];
+        }
     }
 }
 
