@@ -473,6 +473,39 @@ TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
     }
 }
 
+TEST(Autoscheduler, AnyChannelCountRunsInPipelinedChunksOfTheKTile) {
+    // The conv2d's form: CI estimated at 23, which no k tile divides. The chunks of CI are fused
+    // with the filter taps into one streaming loop, whose first stages - 1 tiles are copied
+    // before it.
+    ImageParam input(Float(32), 4, "input_odd_ci"), weights(Float(32), 4, "weights_odd_ci");
+    Var c("co"), x("x"), y("y"), n("n");
+    RDom r(0, input.dim(0).extent(), 0, 3, 0, 3, "r");
+    Func conv("conv_odd_ci"), out("out_odd_ci");
+    conv(c, x, y, n) = 0.0f;
+    conv(c, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(c, r.x, r.y, r.z);
+    out(c, x, y, n) = conv(c, x, y, n);
+    input.set_estimates({{0, 23}, {0, 34}, {0, 34}, {0, 2}});
+    weights.set_estimates({{0, 64}, {0, 23}, {0, 3}, {0, 3}});
+    out.set_estimates({{0, 64}, {0, 32}, {0, 32}, {0, 2}});
+    Built b{Pipeline(out), {input, weights}};
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("chosen: \\d+x\\d+x(\\d+) t\\S+ S(\\d+) R\\d+"))) << s.log;
+    const int kt = std::stoi(m[1]), stages = std::stoi(m[2]);
+    EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".split(r_x, r_x_c, r_x_i, " + std::to_string(kt) + ")"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".fuse(r_x_c1, r_z, r_x_o)"), std::string::npos) << s.source;
+    const Internal::Stmt stmt = lowered(b, "conv_odd_ci", Target("host-opencl"));
+    const alcop::PipelineSummary p =
+        alcop::summarize_pipeline(stmt, {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"});
+    std::cout << alcop::describe(p);
+    ASSERT_NE(p.loop.find("r_x_o"), std::string::npos) << stmt;
+    for (const std::string f : {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"}) {
+        EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(p.loop_copies.count(f) ? p.loop_copies.at(f) : 0, 1) << f;
+    }
+}
+
 TEST(Autoscheduler, VerboseListsTheTopCandidates) {
     ScopedEnv verbose("ALCOP_AUTOSCHEDULER_VERBOSE", "1"), top("ALCOP_AUTOSCHEDULER_TOP", "5");
     Built b = gemm(1024, 1024, 1024);
