@@ -36,14 +36,21 @@
 #include "alcop/CudaOptIn.h"
 #include "autoscheduled_predictions.h"
 #include "bmm_cuda_auto.h"
+#include "bmm_cuda_auto_bf16.h"
+#include "bmm_cuda_auto_f16.h"
+#include "bmm_cuda_auto_pv.h"
 #include "bmm_cuda_li2018.h"
 #include "bmm_cuda_s1.h"
 #include "bmm_cuda_s3.h"
 #include "conv_cuda_auto.h"
+#include "conv_cuda_auto_14.h"
 #include "conv_cuda_li2018.h"
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
 #include "gemm_cuda_auto.h"
+#include "gemm_cuda_auto_bf16.h"
+#include "gemm_cuda_auto_f16.h"
+#include "gemm_cuda_auto_k2047.h"
 #include "gemm_cuda_auto_c1.h"
 #include "gemm_cuda_auto_c2.h"
 #include "gemm_cuda_auto_c3.h"
@@ -123,7 +130,6 @@ struct Problem {
 Problem with_element(Problem p, Element e) {
     p.name += e == Element::F16 ? " f16" : " bf16";
     p.element = e;
-    p.tuned = false;
     return p;
 }
 
@@ -336,7 +342,10 @@ double median_ms(const Variant &v, int runs) {
 
 double predicted_us(const Problem &p, const alcop::model::Schedule &s) {
     using namespace alcop::model;
-    alcop::model::Problem mp = make_bmm(p.batch > 1 && !p.conv_kh ? p.batch : 1, p.m, p.n, p.k);
+    const alcop::model::Element e = p.element == Element::F16  ? alcop::model::Element::F16 :
+                                    p.element == Element::BF16 ? alcop::model::Element::BF16 :
+                                                                 alcop::model::Element::F32;
+    alcop::model::Problem mp = make_bmm(p.batch > 1 && !p.conv_kh ? p.batch : 1, p.m, p.n, p.k, e);
     ModelOptions options;
 #ifdef ALCOP_BENCH_CUDA
     // This build links apps/common/CudaOptIn.cpp.
@@ -347,6 +356,14 @@ double predicted_us(const Problem &p, const alcop::model::Schedule &s) {
 }
 
 #ifdef ALCOP_BENCH_CUDA
+/** The candidate an autoscheduled build chose, as autoscheduled_predictions.h states it. */
+alcop::model::Schedule chosen_schedule(const int (&c)[8]) {
+    alcop::model::Schedule s;
+    s.bm = c[0], s.bn = c[1], s.kt = c[2], s.tm = c[3], s.tn = c[4], s.smem_stages = c[5], s.reg_stages = c[6];
+    s.tensor_cores = c[7] != 0;
+    return s;
+}
+
 // cuBLAS and cuDNN, loaded at run time so that the benchmark builds and runs without them, and
 // declared here so that no CUDA header is needed: the entry points and enum values are those of
 // the CUDA 13.0 and cuDNN 9 headers, cited by file and line. The anchors keep their own device
@@ -659,8 +676,9 @@ int main(int argc, char **argv) {
                     {"bmm 12x512x64x512", 12, 512, 64, 512},
                     {"conv 56x56x64->64 3x3 (N=8)", 8, 56 * 56 * 8, 64, 9 * 64, 56, 56, 64, 3},
                     {"conv 14x14x256->256 3x3 (N=8)", 8, 14 * 14 * 8, 256, 9 * 256, 14, 14, 256, 3}};
-        // The first of each op, as generators/CMakeLists.txt builds the *_cuda_auto libraries.
-        problems[0].tuned = problems[1].tuned = problems[3].tuned = true;
+        // Every shape has an autoscheduled CUDA build estimated at it (generators/CMakeLists.txt,
+        // apps/bench/CMakeLists.txt).
+        for (Problem &p : problems) p.tuned = true;
     } else if (size == "small") {
         problems = {{"gemm 256^3", 1, 256, 256, 256},
                     {"bmm 4x128x128x64", 4, 128, 128, 64},
@@ -765,17 +783,54 @@ int main(int argc, char **argv) {
         }
 #endif
         if (!faults && p.element == Element::F32) {
+#ifdef ALCOP_BENCH_CUDA
+            // Each shape of the large size has a build estimated at it (the second batched matmul
+            // and convolution: apps/bench/CMakeLists.txt).
+            const bool second = p.tuned && (p.conv_kh ? p.conv_ci != 64 : p.batch > 1 && p.k != 64);
+            if (second) autoscheduled = p.conv_kh ? conv_cuda_auto_14 : bmm_cuda_auto_pv;
+#endif
             variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
                                               p.conv_kh ? &o.out_4d : &o.out));
 #ifdef ALCOP_BENCH_CUDA
-            // The plugin's prediction holds at the shape each build was tuned for.
+            // The plugin's prediction holds at the shape each build was estimated at.
             if (p.tuned) {
-                variants.back().predicted_us = p.conv_kh   ? conv_cuda_auto_predicted_us :
-                                               p.batch > 1 ? bmm_cuda_auto_predicted_us :
-                                                             gemm_cuda_auto_predicted_us;
+                variants.back().predicted_us =
+                    p.conv_kh   ? (second ? conv_cuda_auto_14_predicted_us : conv_cuda_auto_predicted_us) :
+                    p.batch > 1 ? (second ? bmm_cuda_auto_pv_predicted_us : bmm_cuda_auto_predicted_us) :
+                                  gemm_cuda_auto_predicted_us;
+                // One row per op off its estimate, the generic path (every K in chunks of the k
+                // tile, the last one guarded): the GEMM estimated at K = 2047, the batched matmul
+                // and the convolution estimated at the other shape of their op; the model's
+                // time for that build's tiles at this shape beside it.
+                if (!second) {
+                    const Fn off = p.conv_kh   ? conv_cuda_auto_14 :
+                                   p.batch > 1 ? bmm_cuda_auto_pv :
+                                                 gemm_cuda_auto_k2047;
+                    const alcop::model::Schedule s = chosen_schedule(p.conv_kh   ? conv_cuda_auto_14_chosen :
+                                                                     p.batch > 1 ? bmm_cuda_auto_pv_chosen :
+                                                                                   gemm_cuda_auto_k2047_chosen);
+                    variants.push_back(halide_variant("auto (off)", 0, off, p.conv_kh ? &o.a_padded : &o.a, &o.b,
+                                                      p.conv_kh ? &o.out_4d : &o.out));
+                    variants.back().predicted_us = predicted_us(p, s);
+                }
             }
 #endif
         }
+#ifdef ALCOP_BENCH_CUDA
+        if (!faults && p.element != Element::F32 && !p.conv_kh && p.tuned &&
+            (p.batch > 1 ? p.k == 64 && p.n == 512 : p.m == 2048 && p.n == 2048 && p.k == 2048)) {
+            // The plugin's tensor-core schedule, built for this shape (a 16-bit K is fixed at
+            // its estimate, so only there).
+            const bool bf16 = p.element == Element::BF16, bmm = p.batch > 1;
+            const Fn fn = bmm ? (bf16 ? bmm_cuda_auto_bf16 : bmm_cuda_auto_f16) :
+                                (bf16 ? gemm_cuda_auto_bf16 : gemm_cuda_auto_f16);
+            variants.push_back(halide_variant("ALCOP auto", 0, fn, &o.a_narrow, &o.b_narrow, &o.out));
+            variants.back().modelled = false;
+            variants.back().predicted_us =
+                bmm ? (bf16 ? bmm_cuda_auto_bf16_predicted_us : bmm_cuda_auto_f16_predicted_us) :
+                      (bf16 ? gemm_cuda_auto_bf16_predicted_us : gemm_cuda_auto_f16_predicted_us);
+        }
+#endif
         if (!faults && p.element == Element::F32) {
             // Halide 14's own GPU autoscheduler on the same plainly written contraction.
             // Its tiles shift inwards at the edges, so outputs narrower than a tile fail its

@@ -101,9 +101,15 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
        << (choice.rank ? ", candidate " + std::to_string(choice.rank) + " (tuning)" :
                          std::string(", the model's choice"))
        << ".\n";
-    if (r.k_chunked && r.k_condition.defined()) {
-        os << "// The reduction is chunked by " << m.s.kt << " where its extent is the estimated "
-           << c.rvars[0].extent_estimate << ", and by 1 (still pipelined) otherwise.\n";
+    const Chunking &k = r.chunking;
+    const std::string rk = c.rvars[0].name;
+    if (k.exact && k.condition.defined()) {
+        os << "// " << rk << " runs in chunks of " << m.s.kt << ", exactly where its extent is the estimated "
+           << c.rvars[0].extent_estimate << ", and with the last chunk guarded (its tail read at clamped "
+           << "coordinates) at every other extent.\n";
+    } else if (k.guarded) {
+        os << "// " << rk << " runs in chunks of " << m.s.kt << " with the last chunk guarded (its tail read at "
+           << "clamped coordinates) at every extent: " << k.why_guarded << ".\n";
     }
     if (r.tensor_cores) {
         os << "// Tensor cores: mma.sync.m16n8k16 on " << model::to_string(c.problem.element)
@@ -185,10 +191,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
                                    "The launch limits the model chose under: " + r.gpu->name +
                                        "'s opt-in maximum (the app links HalideAlcop::cuda_opt_in).");
     }
-    const Chunking chunking = r.tensor_cores ? schedule_tensor_core_contraction(schedule, *c, m, warnings) :
-                                               schedule_contraction(schedule, *c, m, warnings);
-    r.k_chunked = chunking.k_chunked;
-    r.k_condition = chunking.condition;
+    r.chunking = r.tensor_cores ? schedule_tensor_core_contraction(schedule, *c, m, warnings) :
+                                  schedule_contraction(schedule, *c, m, warnings);
 
     // --- What it did: the source, the warnings, the summary.
     r.schedule_source = schedule.source(header + contraction_header(*c, r, choice, warnings));

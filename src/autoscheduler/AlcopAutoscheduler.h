@@ -20,25 +20,25 @@
  *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target);
  *  - with R >= 2: each thread's fragments of a and b, wrappers of those wrappers, computed at
  *    the serial step loop of a chunk in registers, alcop::pipeline(fragment, R,
- *    Level::Register). Halide wants that location in every branch, so where a chunk is one
- *    k step a one-trip loop of the same name is split off the register tile; Halide drops
- *    it, and the pass pipelines those fragments across the chunks, composed with the shared
- *    level (which is why R >= 2 needs S >= 2 there). For one M dimension (GEMM, batched
- *    GEMM); elsewhere the best candidate with R = 1.
+ *    Level::Register). For one M dimension (GEMM, batched GEMM) and K a constant the k tile
+ *    divides (below); elsewhere the best candidate with R = 1.
  *
- * Pipelining needs each chunk's tile to have one constant size and place; Halide 14 guards the
- * tail of a reduction split it cannot prove exact, which moves the last tile. So the update of
- * f is scheduled in up to two branches:
- *  - chunks of KT: the first RDom variable split by KT (exact) and fused with the RDom's other
- *    variables into one serial loop, so that the pipeline runs across all of them. Taken always
- *    when the RDom extent is a constant multiple of KT; when it is a Param or buffer size (a
- *    Variable) whose estimate KT divides, under `specialize(extent == estimate)`, where Halide
- *    substitutes the value;
- *  - chunks of one element (1 divides every extent): the first RDom variable is the serial
- *    chunk loop, the others serial loops around it. Still pipelined; correct at every size.
+ * The update of f runs K in chunks of KT at every size: the first RDom variable split by KT and
+ * fused with the RDom's other variables into one serial loop, so that the pipeline runs across
+ * all of them. Pipelining needs each chunk's tile to have one constant size and place. Where
+ * Halide cannot prove the split exact it guards the update of the last chunk's tail (an RVar
+ * takes no other tail strategy), which would shrink that chunk's tile; so the staged tiles are
+ * given their chunk's extents (bound_extent), and the copy of the tail reads past K, at clamped
+ * coordinates, elements the guarded update never uses. The update has up to two branches:
+ *  - exact: always when the RDom extent is a constant multiple of KT; when it is a Param or
+ *    buffer size (a Variable) whose estimate KT divides, under
+ *    `specialize(extent == estimate)`, where Halide substitutes the value;
+ *  - guarded (every other extent): the same chunks, the last one guarded. Halide's loop
+ *    partitioning gives that chunk's step loop min(K - k, KT) trips, a loop the register-level
+ *    pass cannot unroll, which is why register stages need K a constant KT divides.
  * f's block tile over-computes at the output's edges (bound_extent), reading the operands past
- * the output's edges. So the copies are specialized too: where K is chunked by KT and the output
- * is a whole number of block tiles they read the operands directly, 4-wide vectors along the
+ * the output's edges. So the copies are specialized too: where the split of K is exact and the
+ * output is a whole number of block tiles they read the operands directly, 4-wide vectors along the
  * innermost dimension when the tile allows; otherwise, one element per thread, from input
  * buffers at coordinates clamped to the buffer (clamp_to_input_bounds), values that only feed
  * discarded outputs. An operand that is a computed Func, not an input buffer, is not clamped:
@@ -52,7 +52,11 @@
  * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
  * mma.sync warp layout through alcop::schedule_tensor_core_tile, the operands are staged and
  * pipelined as above (no register stages yet), and alcop::tensor_cores(f) asks for mma.sync.
- * Elsewhere it gets the schedule above, on the converted operands, and a warning says why.
+ * Elsewhere it gets the schedule above, on the converted operands, and a warning says why. A
+ * runtime K stays off tensor cores: mma.sync consumes a chunk in whole 16-wide k steps, while
+ * the guarded last chunk above is a step loop of min(K - k, KT) trips with a guard on every
+ * update; running it on mma.sync would need its tail zero-filled and the guard dropped, which
+ * no schedule of an algorithm summing over [0, K) can say (the tensor-core rewrite would have to).
  *
  * A pipeline that is not a recognized contraction gets a plain GPU schedule (every Func that
  * cannot be inlined at root, the two innermost dimensions that are safe to parallelize on
@@ -85,6 +89,7 @@
 #include "Halide.h"
 #include "alcop/Autoscheduler.h"
 #include "autoscheduler/Contraction.h"
+#include "autoscheduler/ContractionSchedule.h"
 #include "autoscheduler/Options.h"
 #include "autoscheduler/Requests.h"
 #include "model/GpuSpec.h"
@@ -106,10 +111,8 @@ struct Result {
     model::Prediction chosen;
     /** Candidates the lowering could build and that run the fast path at the estimates. */
     size_t applicable = 0;
-    /** The first RDom variable is chunked by KT (true) or, at every size, by 1 (false); when
-     * true and k_condition is defined, only where k_condition holds (by 1 elsewhere). */
-    bool k_chunked = false;
-    Halide::Expr k_condition;
+    /** Where the chunks of K are exact and where the last one is guarded. */
+    Chunking chunking;
     std::string schedule_source;
     /** The contraction has fp16/bf16 operands and gets the tensor-core schedule; where it has
      * them and does not, why not (the target below sm_80 or not CUDA, a K that is not a

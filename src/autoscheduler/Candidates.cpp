@@ -8,6 +8,11 @@
 namespace alcop {
 namespace autoscheduler {
 
+bool guard_free(const Contraction &c, const model::Schedule &s) {
+    const int64_t *k = Halide::Internal::as_const_int(c.rvars[0].extent);
+    return k && *k % s.kt == 0;
+}
+
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
     if (s.tensor_cores) {
         // The warp tile's M rows run along the first M dimension alone (y of mma.sync's layout):
@@ -69,11 +74,11 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     if (m.bx % s.tm) return std::nullopt;
     m.divisible = n % s.bn == 0 && ex % m.bx == 0 && ey % m.by == 0;
     m.k_divisible = k % s.kt == 0;
-    // Where a chunk is one k step (the branch for sizes other than a constant K the k tile
-    // divides), fragments have no step loop of their own and pipeline only composed with a
-    // shared-level pipeline (S >= 2).
-    const bool one_step_branch = !Halide::Internal::is_const(c.rvars[0].extent) || !m.k_divisible;
-    if (s.reg_stages > 1 && s.smem_stages < 2 && one_step_branch) return std::nullopt;
+    // Register stages need a step loop of constant extent in every branch (the pass unrolls it
+    // after pipelining, and the fragments are one Func for all branches). Where K is not a
+    // constant the k tile divides, some branch guards the last chunk, and Halide's loop
+    // partitioning turns that chunk's guarded step loop into one of min(K - k, KT) trips.
+    if (s.reg_stages > 1 && !guard_free(c, s)) return std::nullopt;
     return m;
 }
 
@@ -107,8 +112,11 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
            top.tensor_cores && top.tn < 32 ?
                "warp tiles 16 wide in N are left out (their accumulators can "
                "end up in local memory, Candidates.cpp)" :
+           top.reg_stages > 1 && tm == std::nullopt && c.m_dims().size() != 1 ?
+               "its register fragments need one M dimension" :
            top.reg_stages > 1 && tm == std::nullopt ?
-               "its register fragments need one M dimension, and S >= 2 unless K is a constant the k tile divides" :
+               "its register stages need a K that is a constant the k tile divides (the step loop of a guarded "
+               "last chunk has no constant extent)" :
            !tm              ? "its M tile cannot be laid out over the M dimensions" :
            !tm->k_divisible ? "its k tile does not divide the estimated K" :
                               "its block tile does not divide the estimated output");

@@ -33,6 +33,10 @@ struct Mapping {
     bool k_divisible = false;
 };
 
+/** Whether every size runs chunks of exactly s.kt: the reduction's first extent is a constant
+ * the k tile divides, so that no branch guards the last chunk. */
+bool guard_free(const Contraction &c, const model::Schedule &s);
+
 /** The candidate as tiles of `c`, or nothing if the schedule cannot express it. */
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s);
 

@@ -46,7 +46,8 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
 
 /** Schedules one staged copy: all threads of the block (threads_x x threads_y), each copying
  * whole vectors along the innermost dimension when `vectorize`. */
-void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads) {
+void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads,
+                   bool unroll = true) {
     std::vector<Dim> dims = args;
     if (vectorize) {
         Dim o{args[0].name + "_o"}, v{args[0].name + "_v"};
@@ -64,8 +65,8 @@ void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int t
     s.split(t, to, ti, threads, TailStrategy::GuardWithIf)
         .split(ti, ty, tx, threads_x)
         .reorder({tx, ty, to})
-        .gpu_threads({tx, ty})
-        .unroll(to);
+        .gpu_threads({tx, ty});
+    if (unroll) s.unroll(to);
     s.done();
 }
 
@@ -136,10 +137,11 @@ bool transposes_a(const Contraction &c, const Mapping &m) {
            expr_uses_var(c.a.args[0], c.rvars[0].name);
 }
 
-/** Splits the first RDom variable of the update into chunks of kt (exact: kt divides its extent
- * where this branch runs), the serial step loop inside a chunk, and fuses the chunks with the
- * RDom's other variables into one serial chunk loop, so that the pipeline runs across all of
- * them. */
+/** Splits the first RDom variable of the update into chunks of kt, the serial step loop inside a
+ * chunk, and fuses the chunks with the RDom's other variables into one serial chunk loop, so that
+ * the pipeline runs across all of them. Where Halide cannot prove kt divides the extent, it
+ * guards the update of the last chunk's tail (TailStrategy::GuardWithIf, the only one an RVar
+ * takes), and the staged tiles keep kt along k (bound_extent in stage_operand). */
 void split_into_chunks(Chain &s, const Contraction &c, int kt) {
     const std::string r0 = Schedule::sanitize(c.rvars[0].name);
     const Dim chunk = chunk_loop(c);
@@ -152,54 +154,30 @@ void split_into_chunks(Chain &s, const Contraction &c, int kt) {
     }
 }
 
-/** Schedules the update: the reduction loops, then threads and register tiles. Chunks of kt
- * (kt > 1, where the extent is known to divide): the first RDom variable split by kt, its
- * chunks fused with the RDom's other variables into one serial loop, so that the pipeline runs
- * across all of them. Chunks of one element (kt == 1, any extent): the first RDom variable is
- * the serial chunk loop, the others stay serial loops around it (fusing a loop of symbolic
- * extent would make the tile's bounds div/mod expressions Halide cannot tighten). */
-void schedule_update(Chain &s, const Contraction &c, const Mapping &m, int kt) {
-    const Dim chunk = chunk_loop(c);
-    // With pipelined register fragments (R >= 2) the step loop ki stays serial, for the pass to
-    // unroll after pipelining; with plain ones (R = 1) it is unrolled here.
-    const bool fragments = uses_fragments(c, m);
-    std::vector<Dim> outer_rvars;
-    const Dim ki = step_loop(c);
-    if (kt > 1) {
-        split_into_chunks(s, c, kt);
-    } else {
-        s.rename({c.rvars[0].name, true}, chunk);
-        for (size_t i = 1; i < c.rvars.size(); i++) outer_rvars.push_back({c.rvars[i].name, true});
-    }
+/** Schedules the update: K in chunks of kt (split_into_chunks), then threads and register
+ * tiles. The same in every branch: only whether the last chunk is guarded differs. */
+void schedule_update(Chain &s, const Contraction &c, const Mapping &m) {
+    split_into_chunks(s, c, m.s.kt);
     BlockLoops b = split_block(s, c, m);
     std::vector<Dim> order = b.reg;
-    if (kt > 1) {
-        order.push_back(ki);
-    } else if (fragments) {
-        // The fragments are computed at the step loop, and Halide wants that location in
-        // every branch: where a chunk is one k step, a one-trip loop of that name split off
-        // the register tile. Halide removes it again, so the pass finds the fragments right
-        // in the chunk loop: one step per chunk (FragmentLoop::one_step). (Splitting the RVar
-        // by 1 instead would leave the chunk's tile at a place Halide does not simplify.)
-        const Dim one_step{ki.name, false};
-        s.split(b.n_r, b.n_r, one_step, 1);
-        order.push_back(one_step);
-    }
+    order.push_back(step_loop(c));
     order.push_back(b.n_t);
     order.push_back(b.m_t);
-    order.push_back(chunk);
-    order.insert(order.end(), outer_rvars.begin(), outer_rvars.end());
+    order.push_back(chunk_loop(c));
     s.reorder(order).gpu_threads({b.n_t, b.m_t});
     for (const Dim &d : b.reg) s.unroll(d);
-    if (kt > 1 && m.s.reg_stages <= 1) s.unroll(ki);
+    // With pipelined register fragments (R >= 2) the step loop stays serial, for the pass to
+    // unroll after pipelining; with plain ones (R = 1) it is unrolled here.
+    if (m.s.reg_stages <= 1) s.unroll(step_loop(c));
     s.done();
 }
 
 /** How the staged copies of the operands are specialized: the branch that reads the operands
- * directly (where the reduction is chunked by KT, under `condition` when defined) and the
- * generic one with clamped reads; the threads of a row of the block. */
+ * directly (where K is split exactly and the output is a whole number of block tiles, under
+ * `condition` when defined) and the generic one, which reads them at clamped coordinates (the
+ * edge blocks and the last chunk's tail); the threads of a row of the block. */
 struct Copies {
-    bool k_chunked = false, k_generic = true;
+    bool direct = false, generic = true;
     Condition condition;
     int threads_x = 0;
 };
@@ -212,7 +190,6 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
     const Dim chunk = chunk_loop(c);
     const Operand *o = &operand;
     const model::Schedule &s = m.s;
-    const std::string &r0 = c.rvars[0].name;
     const FuncRef w = schedule.wrapper(func, f);
     schedule.func(w).compute_at(f, chunk).store_in(MemoryType::GPUShared).done();
     std::vector<Dim> args;
@@ -223,38 +200,39 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         std::swap(copy_order[0], copy_order[1]);
         schedule.func(w).reorder_storage(copy_order).done();
     }
-    // The tile's extent along every dimension the chunk variable does not index is the
-    // same in every branch: say so, so that Halide's bounds of the fused copy loops stay
-    // exact (they would otherwise widen the shared tile by what the guards cannot prove).
-    {
-        const std::vector<int64_t> extents = tile_extents(c, *o, m, 1);
-        for (size_t d = 0; d < args.size(); d++) {
-            if (extents[d] > 0 && !expr_uses_var(o->args[d], r0)) {
-                schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
-            }
-        }
+    // Pipelining needs every chunk's tile to have one size and place, and the tile's extents
+    // are the same in every chunk of every branch: say so. Halide's bounds would otherwise
+    // shrink the last chunk's tile to the guarded tail of K, and widen the fused copy loops by
+    // what the guards cannot prove. (The copy of the tail reads the operand past K at clamped
+    // coordinates; the guarded update never uses those elements.)
+    const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
+    for (size_t d = 0; d < args.size(); d++) {
+        if (extents[d] > 0) schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
     }
-    if (copies.k_chunked) {
+    if (copies.direct) {
         // 16-bit operands: one element per copy, until the copy lowering turns 16-byte vectors
         // of halves into cp.async (tensor_core_gemm_ptx_test, DISABLED_CpAsyncCopiesOfHalves).
-        const std::vector<int64_t> extents = tile_extents(c, *o, m, s.kt);
         const bool vectorize = !transposed && c.problem.element == model::Element::F32 && extents[0] > 0 &&
                                extents[0] % copy_vector_width == 0;
         Chain fast = schedule.stage(w, -1, copies.condition);
-        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads());
+        // The rounds of a tensor-core tile's copies (one half each) stay a loop: unrolled, their
+        // addresses held registers past the model's estimate (ptxas gave the 128x128x16 w32x64
+        // S3 GEMM 158 registers, 127 rolled; the user's schedule of docs/tensor-cores.md, whose
+        // copies are a loop too, 125; the estimate 126).
+        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads(), !s.tensor_cores);
     }
-    if (copies.k_generic || copies.condition.defined()) {
+    if (copies.generic || copies.condition.defined()) {
         Chain generic = schedule.stage(w);
-        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads());
+        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
-            schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks read " + o->image->name() +
-                                                  " at clamped coordinates (AlcopAutoscheduler.h).");
+            schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks and the tail of K read " +
+                                                  o->image->name() + " at clamped coordinates (AlcopAutoscheduler.h).");
         } else {
-            warnings.push_back(
-                "the operand " + o->func.name() +
-                " is not an input buffer, so the edge blocks of a size that is not a multiple of the block tile "
-                "read it "
-                "past the output's edges unclamped (safe for a Func defined everywhere, a bounds error otherwise)");
+            warnings.push_back("the operand " + o->func.name() +
+                               " is not an input buffer, so the edge blocks of a size that is not a multiple of the "
+                               "block tile, and the last chunk of a K that is not a multiple of the k tile, read it "
+                               "past the output's edges and past K unclamped (safe for a Func defined everywhere, a "
+                               "bounds error otherwise)");
         }
     }
     schedule.pipeline(w, s.smem_stages);
@@ -282,33 +260,29 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
     const int threads_x = s.bn / s.tn;
     const std::vector<int> md = c.m_dims();
 
-    // --- When the reduction is chunked by KT: an exact split (constant K), or a branch
-    // specialized on the estimated K.
+    // --- Where the reduction's split by KT is exact: at a constant K it divides, or in a branch
+    // specialized on the estimated K. Every other K runs the same chunks with the last one
+    // guarded (schedule_update, stage_operand).
     const ContractionRVar &r0 = c.rvars[0];
     Condition k_cond;
-    bool k_chunked = false, k_generic = true;
-    if (!m.k_divisible) {
-        warnings.push_back("the estimated extent " + std::to_string(r0.extent_estimate) + " of " + r0.name +
-                           " is not a multiple of the k tile " + std::to_string(s.kt) +
-                           ", so the reduction is staged one element per chunk at every size");
-    } else if (is_const(r0.extent)) {
-        k_chunked = true;
-        k_generic = false;
-    } else if (r0.extent.as<Variable>() && r0.extent.as<Variable>()->param.defined()) {
+    Chunking chunking;
+    if (m.k_divisible && is_const(r0.extent)) {
+        chunking.exact = true;
+        chunking.guarded = false;
+    } else if (m.k_divisible && r0.extent.as<Variable>() && r0.extent.as<Variable>()->param.defined()) {
         // A Param or a buffer size: Halide substitutes `var == value` into the specialized
         // definition, which makes the split exact there. The source names it through the
         // RDom, which is all the schedule's scope has.
-        k_chunked = true;
+        chunking.exact = true;
         k_cond.terms.push_back({Condition::Term::Kind::RDomExtentIs, f, 0, r0.extent_estimate});
-    } else {
+    } else if (m.k_divisible) {
         std::ostringstream e;
         e << r0.extent;
-        warnings.push_back("the extent of " + r0.name + " (" + e.str() +
-                           ") is neither a constant nor a Param or buffer size, so Halide cannot prove a split "
-                           "exact; the reduction is staged one element per chunk");
+        chunking.why_guarded = "its extent (" + e.str() + ") is neither a constant nor a Param or buffer size";
+    } else {
+        chunking.why_guarded =
+            "the estimated extent " + std::to_string(r0.extent_estimate) + " is not a multiple of the k tile";
     }
-    Chunking chunking;
-    chunking.k_chunked = k_chunked;
     chunking.condition = schedule.expr(k_cond);
 
     // --- The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When
@@ -381,14 +355,14 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         for (const Dim &d : b.reg) init.unroll(d);
         init.done();
     }
-    // The update: the chunked branch first (a specialization copies the schedule so far).
-    if (k_chunked) {
-        Chain fast = schedule.stage(f, 0, k_cond);
-        schedule_update(fast, c, m, s.kt);
+    // The update: the exact branch first (a specialization copies the schedule so far).
+    if (chunking.exact) {
+        Chain exact = schedule.stage(f, 0, k_cond);
+        schedule_update(exact, c, m);
     }
-    if (k_generic) {
-        Chain generic = schedule.stage(f, 0);
-        schedule_update(generic, c, m, 1);
+    if (chunking.guarded) {
+        Chain guarded = schedule.stage(f, 0);
+        schedule_update(guarded, c, m);
     }
 
     // --- The staged operands.
@@ -402,11 +376,11 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
     }
     Copies copies;
-    copies.k_chunked = k_chunked;
-    copies.k_generic = k_generic;
+    copies.direct = chunking.exact;
+    copies.generic = chunking.guarded;
     copies.condition = copy_cond;
     copies.threads_x = threads_x;
-    if (k_chunked && copy_cond.defined()) {
+    if (chunking.exact && copy_cond.defined()) {
         // The fast branch gets a kernel of its own. With both branches of every copy in one
         // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
         // in the fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers
@@ -512,8 +486,8 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     // --- The staged operands, read directly where the output is a whole number of block tiles
     // (a kernel of its own) and at clamped coordinates elsewhere.
     Copies copies;
-    copies.k_chunked = true;
-    copies.k_generic = false;
+    copies.direct = true;
+    copies.generic = false;
     copies.threads_x = 32;
     copies.condition.terms.push_back(
         {Condition::Term::Kind::OutputExtentDivides, out, n_dim.output_dim, (int64_t)s.bn});
@@ -526,7 +500,8 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     schedule.tensor_cores(f, s.tm, s.tn);
     schedule.enable();
     Chunking chunking;
-    chunking.k_chunked = true;
+    chunking.exact = true;
+    chunking.guarded = false;
     return chunking;
 }
 

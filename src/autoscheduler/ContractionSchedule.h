@@ -5,7 +5,8 @@
  * The schedule the Alcop autoscheduler gives a recognized contraction (Contraction.h) for one
  * candidate laid out over its dimensions (Candidates.h), as steps of a Schedule
  * (ScheduleSteps.h), which applies and prints them: the output's block and register tiles,
- * the accumulators in registers, the update's chunked and generic branches, the operands
+ * the accumulators in registers, the update in chunks of the k tile (exact, or with the last
+ * chunk guarded), the operands
  * staged in shared memory and pipelined (and, with R >= 2, their register fragments).
  * AlcopAutoscheduler.h describes that schedule and why it takes the shape it does.
  *
@@ -29,16 +30,23 @@ namespace autoscheduler {
  * live in registers inside the block that stores the output. */
 void split_off_reduction(Schedule &schedule, const Contraction &c);
 
-/** How the reduction ended up chunked. */
+/** How the reduction ended up chunked: always by KT, the first RDom variable split and fused
+ * with the others into one serial chunk loop. */
 struct Chunking {
-    /** The first RDom variable is chunked by KT (true) or, at every size, by 1 (false); when
-     * true and `condition` is defined, only where it holds (by 1 elsewhere). */
-    bool k_chunked = false;
+    /** A branch splits K exactly (its chunks read the operands directly where the output is a
+     * whole number of block tiles): at every size (K a constant KT divides), or where
+     * `condition` holds when it is defined. */
+    bool exact = false;
     Halide::Expr condition;
+    /** A branch (every size outside `condition`, or every size) runs the same chunks with the
+     * update of the last one guarded and the tail of its tiles read at clamped coordinates;
+     * why it is the only one, when it is. */
+    bool guarded = true;
+    std::string why_guarded;
 };
 
 /** Adds the steps that schedule `c` as mapping `m` says; appends what the user should know
- * (an unclamped operand, a K no split can be proved exact for) to `warnings`. */
+ * (an unclamped operand) to `warnings`. */
 Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                               std::vector<std::string> &warnings);
 

@@ -9,6 +9,7 @@
 #include "Halide.h"
 
 #include "KernelSource.h"
+#include "PipelineSummary.h"
 #include "TensorCoreGemm.h"
 
 #include "alcop/Autoscheduler.h"
@@ -401,13 +402,108 @@ TEST(Autoscheduler, RequestedGpuIsModelled) {
     }
 }
 
-TEST(Autoscheduler, KNoTileDividesIsStagedOneElementAtATime) {
-    Built b = gemm(256, 256, 1023);
+/** The lowered Stmt of `b` for `t` after every lowering pass, the ALCOP pass's included. */
+Internal::Stmt lowered(Built &b, const std::string &name, const Target &t) {
+    struct Capture : Internal::IRMutator {
+        Internal::Stmt *into;
+        explicit Capture(Internal::Stmt *into) : into(into) {
+        }
+        using IRMutator::mutate;
+        Internal::Stmt mutate(const Internal::Stmt &s) override {
+            return *into = s;
+        }
+    };
+    Internal::Stmt s;
+    b.pipeline.add_custom_lowering_pass(new Capture(&s));  // after alcop::enable's pass
+    b.pipeline.compile_to_module(b.args, name, t);
+    return s;
+}
+
+TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
+    // An estimated K (1023) no k tile divides: every size runs the one guarded branch, in chunks
+    // of the k tile with the pipeline across them, not in chunks of one element.
+    // (Names used nowhere else, which Halide does not uniquify: the summary below compares
+    // names up to their first '$'.)
+    ImageParam A(Float(32), 2, "A_odd_k"), B(Float(32), 2, "B_odd_k");
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func prod("prod_odd_k"), out("out_odd_k");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, 1023}, {0, 256}});
+    B.set_estimates({{0, 256}, {0, 1023}});
+    out.set_estimates({{0, 256}, {0, 256}});
+    Built b{Pipeline(out), {A, B}};
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
-    EXPECT_NE(s.log.find("not a multiple of the k tile"), std::string::npos) << s.log;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) t\\S+ S(\\d+) R(\\d+)"))) << s.log;
+    const int bm = std::stoi(m[1]), bn = std::stoi(m[2]), kt = std::stoi(m[3]), stages = std::stoi(m[4]);
+    EXPECT_EQ(m[5], "1") << "register stages need every chunk's step loop of constant extent";
+    EXPECT_EQ(s.log.find("one element"), std::string::npos) << s.log;
     EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
-    EXPECT_NE(s.source.find(".rename(r_x, r_x_o)"), std::string::npos) << s.source;
-    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_odd_k", Target("host-opencl")));
+    EXPECT_NE(s.source.find(".split(r_x, r_x_o, r_x_i, " + std::to_string(kt) + ")"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find("runs in chunks of " + std::to_string(kt) + " with the last chunk guarded"),
+              std::string::npos)
+        << s.source;
+
+    // The kernel: the staged tiles of KT x BM and KT x BN in `stages` slots, the first stages - 1
+    // tiles copied before the streaming loop (each guarded by the trip count), one tile of each
+    // copied per iteration, and KT k steps per chunk.
+    const Internal::Stmt stmt = lowered(b, "gemm_odd_k", Target("host-opencl"));
+    const alcop::PipelineSummary p =
+        alcop::summarize_pipeline(stmt, {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"});
+    std::cout << alcop::describe(p);
+    ASSERT_FALSE(p.loop.empty()) << stmt;
+    EXPECT_EQ(p.shared_elems, (int64_t)stages * kt * (bm + bn));
+    std::ostringstream text;
+    text << stmt;
+    const std::string t = text.str();
+    auto produced = [&](const std::string &pattern) {
+        const std::regex re("produce " + pattern + " \\{");
+        return (int)std::distance(std::sregex_iterator(t.begin(), t.end(), re), std::sregex_iterator());
+    };
+    for (const std::string f : {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"}) {
+        // (The summary compares names up to their first '$', so it counts the fragments,
+        // f$0_in_prod$0, as f: the prologue has none of them.)
+        EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(p.guarded_prologue.count(f) ? p.guarded_prologue.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(produced(f + "\\$\\d+"), stages) << f << ": the prologue's tiles and one per iteration";
+        EXPECT_EQ(produced(f + "\\$\\d+_in_prod_odd_k\\$\\d+"), kt) << f << ": one fragment per k step of a chunk";
+    }
+}
+
+TEST(Autoscheduler, AnyChannelCountRunsInPipelinedChunksOfTheKTile) {
+    // The conv2d's form: CI estimated at 23, which no k tile divides. The chunks of CI are fused
+    // with the filter taps into one streaming loop, whose first stages - 1 tiles are copied
+    // before it.
+    ImageParam input(Float(32), 4, "input_odd_ci"), weights(Float(32), 4, "weights_odd_ci");
+    Var c("co"), x("x"), y("y"), n("n");
+    RDom r(0, input.dim(0).extent(), 0, 3, 0, 3, "r");
+    Func conv("conv_odd_ci"), out("out_odd_ci");
+    conv(c, x, y, n) = 0.0f;
+    conv(c, x, y, n) += input(r.x, x + r.y, y + r.z, n) * weights(c, r.x, r.y, r.z);
+    out(c, x, y, n) = conv(c, x, y, n);
+    input.set_estimates({{0, 23}, {0, 34}, {0, 34}, {0, 2}});
+    weights.set_estimates({{0, 64}, {0, 23}, {0, 3}, {0, 3}});
+    out.set_estimates({{0, 64}, {0, 32}, {0, 32}, {0, 2}});
+    Built b{Pipeline(out), {input, weights}};
+    Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(s.log, m, std::regex("chosen: \\d+x\\d+x(\\d+) t\\S+ S(\\d+) R\\d+"))) << s.log;
+    const int kt = std::stoi(m[1]), stages = std::stoi(m[2]);
+    EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".split(r_x, r_x_c, r_x_i, " + std::to_string(kt) + ")"), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".fuse(r_x_c1, r_z, r_x_o)"), std::string::npos) << s.source;
+    const Internal::Stmt stmt = lowered(b, "conv_odd_ci", Target("host-opencl"));
+    const alcop::PipelineSummary p =
+        alcop::summarize_pipeline(stmt, {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"});
+    std::cout << alcop::describe(p);
+    ASSERT_NE(p.loop.find("r_x_o"), std::string::npos) << stmt;
+    for (const std::string f : {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"}) {
+        EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
+        EXPECT_EQ(p.loop_copies.count(f) ? p.loop_copies.at(f) : 0, 1) << f;
+    }
 }
 
 TEST(Autoscheduler, VerboseListsTheTopCandidates) {
@@ -663,6 +759,53 @@ TEST(TensorCoreModel, RegisterEstimateIsWithinTenPercentOfPtxas) {
         std::cout << "[model vs ptxas] " << s.to_string() << ": estimate " << estimate << ", ptxas " << registers
                   << "\n";
         EXPECT_LE(std::abs(estimate - registers), 0.1 * registers) << s.to_string();
+    }
+}
+
+TEST(TensorCoreModel, RegisterEstimateFitsThePluginsKernels) {
+    // The plugin's own tensor-core choice for the benchmark's GEMM (H200, opt-in limits, as the
+    // benchmark builds it): every kernel of the schedule it applies within 10% of the model's
+    // estimate. (With the copy loops unrolled, as for fp32, one half per copy, ptxas gave this
+    // 128x128x16 w32x64 S3 choice 158 and 140 registers for an estimate of 126.) Not yet within
+    // 10%, and so not here: the plugin's 512x512x256 choice, 32x64x32 w16x32 S5 (ptxas 64 and 56,
+    // estimate 54), and its batched 12x512x512x64 choice, 64x64x32 w32x32 S1 (128 and 127,
+    // estimate 78).
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found";
+#endif
+    struct Shape {
+        int batch, m, n, k;
+    };
+    for (const Shape &sh : {Shape{1, 2048, 2048, 2048}}) {
+        Built b = sh.batch > 1 ? bmm16(Float(16), sh.batch, sh.m, sh.n, sh.k) : gemm16(Float(16), sh.m, sh.n, sh.k);
+        const Target t("host-cuda-cuda_capability_80");
+        Scheduled s;
+        {
+            ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+            ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+            s = autoschedule(b, "Alcop", t);
+        }
+        std::smatch m;
+        ASSERT_TRUE(
+            std::regex_search(s.log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) w(\\d+)x(\\d+) S(\\d+) R(\\d+)")))
+            << s.log;
+        alcop::model::Schedule chosen;
+        chosen.bm = std::stoi(m[1]), chosen.bn = std::stoi(m[2]), chosen.kt = std::stoi(m[3]);
+        chosen.tm = std::stoi(m[4]), chosen.tn = std::stoi(m[5]);
+        chosen.smem_stages = std::stoi(m[6]), chosen.reg_stages = std::stoi(m[7]);
+        chosen.tensor_cores = true;
+        const int estimate = alcop::model::estimate_registers(chosen, *alcop::model::find_gpu("H200"));
+        const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "tc_plugin_registers", t));
+        int status = 0;
+        const std::string log = ptxas_for(ptx, "sm_80", "tc_plugin_registers", &status);
+        ASSERT_EQ(status, 0) << log;
+        std::regex entry("\\.entry (\\w+)\\(");
+        for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator(); ++it) {
+            const int registers = ptxas_registers(log, (*it)[1]);
+            std::cout << "[model vs ptxas, plugin] " << chosen.to_string() << " " << (*it)[1] << ": estimate "
+                      << estimate << ", ptxas " << registers << "\n";
+            EXPECT_LE(std::abs(estimate - registers), 0.1 * registers) << chosen.to_string() << " " << (*it)[1];
+        }
     }
 }
 

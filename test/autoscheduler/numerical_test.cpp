@@ -1,8 +1,9 @@
 // The Alcop-autoscheduled GEMM, batched matmul and conv2d (generators/PlainContractionGenerators.cpp, compiled AOT
 // for OpenCL with the plugin), run on the CPU through pocl against a double-precision
 // reference: at the estimated sizes (the pipelined fast path: chunks of the chosen k tile,
-// direct vectorized copies) and at sizes that take every other branch (another K: chunks of
-// one element; outputs that are not a whole number of block tiles: clamped copies).
+// direct vectorized copies) and at sizes that take every other branch (another K: the same
+// chunks, the last one guarded, its tail copied from clamped coordinates; outputs that are not
+// a whole number of block tiles: clamped copies).
 // This binary must not load libHalide: pocl links its own LLVM.
 
 #include "HalideBuffer.h"
@@ -72,10 +73,11 @@ INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemm,
                          ::testing::Values(MatShape{1, 128, 128, 128},  // the estimate: fast path
                                            MatShape{1, 64, 256, 128},   // K as estimated, whole tiles
                                            MatShape{1, 100, 70, 128},   // K as estimated, partial tiles
-                                           MatShape{1, 128, 128, 96},   // another K: chunks of 1
+                                           MatShape{1, 128, 128, 96},   // another K: guarded last chunk
                                            MatShape{1, 100, 70, 50},    // every tail
                                            MatShape{1, 1, 1, 1},        // one element
-                                           MatShape{1, 130, 3, 97}),    // thin N, prime K
+                                           MatShape{1, 130, 3, 97},     // thin N, prime K
+                                           MatShape{1, 64, 96, 333}),   // K past the estimate
                          [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
 
 // K fixed at 256: the plugin's one-branch schedule, in which it applies the model's register
@@ -119,9 +121,10 @@ TEST_P(AutoscheduledBmm, MatchesReference) {
 
 // Estimates: batch 3, M = N = K = 64.
 INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledBmm,
-                         ::testing::Values(MatShape{3, 64, 64, 64},  // the estimate: fast path
-                                           MatShape{2, 50, 40, 64},  // partial tiles
-                                           MatShape{4, 64, 64, 30},  // another K
+                         ::testing::Values(MatShape{3, 64, 64, 64},   // the estimate: fast path
+                                           MatShape{2, 50, 40, 64},   // partial tiles
+                                           MatShape{4, 64, 64, 30},   // another K
+                                           MatShape{2, 33, 64, 101},  // another K, past the estimate
                                            MatShape{1, 7, 5, 3}),
                          [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
 
@@ -176,6 +179,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AutoscheduledConv2d,
                                            ConvShape{1, 9, 8, 32, 32, 3, 3},    // a partial tile row
                                            ConvShape{1, 13, 11, 32, 24, 3, 3},  // partial tiles
                                            ConvShape{1, 8, 8, 20, 32, 3, 3},    // another channel count
+                                           ConvShape{1, 6, 7, 45, 8, 3, 3},     // more channels, not a tile's
                                            ConvShape{1, 5, 6, 32, 16, 1, 1},    // 1 x 1 filters
                                            ConvShape{1, 4, 4, 8, 8, 5, 3}),     // other filter sizes
                          [](const ::testing::TestParamInfo<ConvShape> &i) { return describe(i.param); });
