@@ -8,7 +8,7 @@
 #   tools/gpu-check.sh OUT_DIR [BUILD_DIR]
 #
 # BUILD_DIR (default: build) must hold apps/bench/alcop_bench_cuda. Writes OUT_DIR/bench.txt,
-# faults.txt, racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
+# faults.txt, tune.txt (where the tuning variants were carried), racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
 # when any check fails (a wrong result, a fault not caught, a hazard, a kernel of ours that
 # spills). Takes a few minutes.
 set -uo pipefail
@@ -62,6 +62,24 @@ if step "broken pipelines (each must be caught)" 60 faults.txt "$bench" --faults
 else
     note "faults: FAILED (exit $?: a fault not caught, or the correct pipeline wrong)"
     status=1
+fi
+
+# The tuning experiment, where its CUDA variants were built here and carried beside the build
+# (tools/alcop-tune --cuda --size large BUILD_DIR/tune-cuda: tune-cuda/variants.tar.gz; or
+# ALCOP_TUNE_VARIANTS=path). Plot it here afterwards: tools/plot.sh tune OUT_DIR/tune.txt OUT_DIR.
+tune_pack=${ALCOP_TUNE_VARIANTS:-$build/tune-cuda/variants.tar.gz}
+tune_run="$build/tools/tune/alcop_tune_run_cuda"
+if [ -f "$tune_pack" ] && [ -x "$tune_run" ]; then
+    mkdir -p "$out/tune" && tar xzf "$tune_pack" -C "$out/tune"
+    if step "tuning experiment (the model's ranking against the measured best)" 300 tune.txt \
+        "$tune_run" "$out/tune/variants/manifest.txt" --runs 20; then
+        note "tune: $(grep -c . "$out/tune.txt") lines (tune.txt)"
+    else
+        note "tune: FAILED (exit $?)"
+        status=1
+    fi
+else
+    note "tune: no CUDA variants carried ($tune_pack), not run"
 fi
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
