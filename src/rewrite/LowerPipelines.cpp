@@ -3,6 +3,7 @@
 #include "analysis/TensorCoreAnalysis.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
+#include "copy/GlobalAlignment.h"
 #include "model/GpuSpec.h"
 #include "plan/AutoPipeline.h"
 #include "plan/ResourceLimits.h"
@@ -86,8 +87,9 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     if (automatic) {
         requests = automatic_requests(s, outputs, requests, options_);
     }
-    // The passes, in order: the tensor-core analysis (on the Stmt as received), the pipelines
-    // (both levels), the tensor-core rewrite of the inner products (it reads the consumers'
+    // The passes, in order: the tensor-core analysis (on the Stmt as received), the input
+    // loads' alignment that Halide's simplifier lost (copy/GlobalAlignment.h, for the copies'
+    // cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it reads the consumers'
     // loads after the pipeline rewrite moved them into their slots, so that each ldmatrix row
     // is one address plus constants), then the per-thread register tiles shrunk to one
     // thread's window (the rewrite's register slots included), then the launch bounds marked
@@ -154,7 +156,7 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
         }
     }
     std::vector<SwizzleAlignedSlots> aligned_slots;
-    Stmt result = inject_pipelines(s, pipelines, options, hooks, operands, &aligned_slots);
+    Stmt result = inject_pipelines(recover_global_alignment(s), pipelines, options, hooks, operands, &aligned_slots);
     std::vector<OperandRows> operand_rows;
     result = rewrite_inner_products(result, uses, &operand_rows, register_stages);
     return swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);

@@ -6,8 +6,8 @@
 // 2 x 16 mma.sync, 2 x 2 ldmatrix of B), and with R register stages the R - 1 steps the
 // register prologue loads once more; no local memory; ptxas assembles each kernel for sm_80 and
 // sm_90 with no spills. Unpipelined (stages=1: no register stages either) and pipelined with
-// the same tiles: the stages' 16-byte cp.async copies (conv2d: its filter's), the other copies'
-// bytes in shared stores.
+// the same tiles: all the stages' copies 16-byte cp.async (conv2d's padded im2col gather too),
+// or, unpipelined, all the copies' bytes in shared stores.
 // The generators' own user errors and the pass's rejection of a target without tensor cores.
 // Not run (no GPU).
 
@@ -15,12 +15,15 @@
 
 #include "ContractionSchedule.h"
 #include "KernelSource.h"
+#include "codegen/AsyncCopyMarkers.h"
+#include "directive/Requests.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <regex>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -83,6 +86,18 @@ int shared_store_bytes(const std::string &ptx) {
     return bytes;
 }
 
+/** The 16-byte cp.async whose src-size is a computed register (`[dst], [src], 16, %r`, the
+ * register not set by a single `mov.u32 %r, 16`): the copies that zero-fill what their guard
+ * cuts off (a tail, or conv2d's padding). */
+int zero_filling_copies(const std::string &ptx) {
+    static const std::regex copy(R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, (%r\d+);)");
+    int filled = 0;
+    for (auto m = std::sregex_iterator(ptx.begin(), ptx.end(), copy); m != std::sregex_iterator(); ++m) {
+        filled += count(ptx, "mov.u32 \t" + (*m)[1].str() + ", 16;") != 1;
+    }
+    return filled;
+}
+
 std::string join(const std::vector<std::string> &v) {
     std::string s;
     for (const std::string &x : v) s += x + "; ";
@@ -103,11 +118,14 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
     // over the threads; the prologue copies stages - 1 tiles, the loop one.
     const int vectors = 2 * 128 * 32 / 8 / threads * stages;
     const int groups = count(ptx, "cp.async.commit_group");
-    // conv2d's input tile (the im2col gather) is still copied synchronously, its filter tile by
-    // cp.async (docs/tensor-cores.md, "What is left").
-    const int async_vectors = stages == 1 ? 0 : v.generator == "conv2d" ? vectors / 2 : vectors;
+    // Pipelined, every copy is a cp.async: conv2d's input tile (the im2col gather, zero-filled
+    // outside the image) as well as its filter tile.
+    const int async_vectors = stages == 1 ? 0 : vectors;
     EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), async_vectors);
     EXPECT_EQ(shared_store_bytes(ptx), 16 * (vectors - async_vectors));
+    // Every copy is guarded (the generators' tails; conv2d's image borders too), so each one
+    // computes its src-size.
+    EXPECT_EQ(zero_filling_copies(ptx), async_vectors);
     if (stages > 1) {
         // One commit group per step; each wait is followed by a barrier before the next
         // ldmatrix reads the tile.
@@ -122,9 +140,9 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
         EXPECT_EQ(count(ptx, "cp.async"), 0);
     }
     std::printf("%s %s stages=%d: %d mma.sync, %d ldmatrix, %d cp.async (16 bytes), %d commit groups, %d "
-                "st.shared.v4\n",
+                "st.shared.v4, %d zero-filling\n",
                 v.generator.c_str(), v.type.c_str(), stages, count(ptx, "mma.sync"), count(ptx, "ldmatrix"),
-                count(ptx, "cp.async.cg.shared.global"), groups, count(ptx, "st.shared.v4"));
+                count(ptx, "cp.async.cg.shared.global"), groups, count(ptx, "st.shared.v4"), zero_filling_copies(ptx));
 #ifdef ALCOP_PTXAS
     for (const char *arch : {"sm_80", "sm_90"}) {
         int status = 0;
@@ -149,6 +167,48 @@ INSTANTIATE_TEST_SUITE_P(
         const Variant &v = info.param;
         return v.generator + "_" + v.type + (v.stages ? "_stages" + std::to_string(v.stages) : "_default");
     });
+
+/** The src-size arguments of the cp.async markers whose source is a load of `buffer`. */
+class SrcSizesOf : public Internal::IRVisitor {
+    using IRVisitor::visit;
+    void visit(const Internal::Call *op) override {
+        if (Internal::starts_with(op->name, alcop::async_copy_prefix)) {
+            const Internal::Load *source = op->args[0].as<Internal::Load>();
+            const Internal::Call *bits = op->args[0].as<Internal::Call>();
+            if (bits && bits->is_intrinsic(Internal::Call::reinterpret)) source = bits->args[0].as<Internal::Load>();
+            if (source && source->name == buffer) {
+                std::ostringstream s;
+                s << op->args[1];
+                src_sizes.push_back(s.str());
+            }
+        }
+        IRVisitor::visit(op);
+    }
+
+public:
+    explicit SrcSizesOf(std::string buffer) : buffer(std::move(buffer)) {
+    }
+    const std::string buffer;
+    std::vector<std::string> src_sizes;
+};
+
+// conv2d's padded im2col gather: each of its cp.async markers zero-fills the whole vector
+// where the tap falls outside the image or past the last pixel (src-size 0 where one of the
+// five lane-uniform terms of the generator's `inside` is false: p < pixels, 0 <= ix < W,
+// 0 <= iy < H, each a select of 8 or 0 lanes), and the lanes past the channel tail.
+TEST(TensorCoreGenerators, Conv2dInputCopiesZeroFillOutsideTheImage) {
+    SrcSizesOf input("input");
+    alcop::set_lowering_observer([&](const Internal::Stmt &, const Internal::Stmt &after,
+                                     const std::map<std::string, alcop::PipelineRequest> &) { after.accept(&input); });
+    kernel_source::of_generator("conv2d", sm80, {{"type", "f16"}, {"pad", "1"}});
+    alcop::set_lowering_observer(nullptr);
+    EXPECT_EQ(input.src_sizes.size(), 6u);  // 2 vectors a thread, 3 steps
+    for (const std::string &s : input.src_sizes) {
+        EXPECT_EQ(count(s, "select("), 5) << s;
+        EXPECT_NE(s.find("input.extent.0 - "), std::string::npos) << s;  // the channel tail
+    }
+    if (!input.src_sizes.empty()) std::printf("input copy's src-size: %s\n", input.src_sizes[0].c_str());
+}
 
 /** The CompileError a generator variant raises ("" when it builds). */
 std::string error_of(const std::string &generator, const std::string &target,
