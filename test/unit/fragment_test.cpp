@@ -285,11 +285,14 @@ public:
     std::vector<Event> events;
 };
 
-std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none") {
+std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none",
+                                    int stages_b = 0) {
     Target t("host-opencl");
     auto gen = GeneratorRegistry::create("testing_gemm", GeneratorContext(t));
-    gen->set_generator_param_values(
-        {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}, {"fault", fault}});
+    gen->set_generator_param_values({{"stages", std::to_string(stages)},
+                                     {"stages_b", std::to_string(stages_b)},
+                                     {"register_stages", std::to_string(register_stages)},
+                                     {"fault", fault}});
     Stmt s;
     alcop::set_lowering_observer([&](const Stmt &, const Stmt &after, const auto &) { s = after; });
     gen->build_module("gemm");
@@ -366,6 +369,70 @@ class TwoLevel : public ::testing::TestWithParam<std::pair<int, int>> {};
 TEST_P(TwoLevel, PrefetchesFragmentsAcrossTheTileAfterItsBarrier) {
     const int stages = GetParam().first, register_stages = GetParam().second;
     EXPECT_EQ(join(two_level_problems(two_level_events(stages, register_stages), register_stages)), "");
+}
+
+/** What is wrong with the fragment loads of a two-level GEMM (tile_k = 8 steps, R register
+ * stages) whose operand `own` is copied unpipelined at the shared level and `other` pipelined:
+ * `other`'s fragments prefetch across the tile after the iteration's last barrier, `own`'s
+ * start over in each iteration (its one buffer holds the next tile only after the next
+ * iteration's copy), all read before that barrier, which lets the copy go. Empty when
+ * nothing is. */
+std::vector<std::string> one_operand_problems(const std::vector<Event> &events, char own, char other,
+                                              int register_stages) {
+    const int steps = 8, distance = register_stages - 1;
+    std::vector<std::string> problems;
+    auto expect = [&](bool ok, const std::string &what) {
+        if (!ok) problems.push_back(what);
+    };
+    const std::string load_own = std::string("load ") + own, load_other = std::string("load ") + other;
+    std::vector<Event> loop;
+    int other_before_loop = 0;
+    for (const Event &e : events) {
+        if (e.in_loop) {
+            loop.push_back(e);
+        } else if (loop.empty()) {
+            expect(e.what != load_own, load_own + " before the loop, where its buffer holds no tile yet");
+            other_before_loop += e.what == load_other;
+        }
+    }
+    size_t last_barrier = 0;
+    for (size_t i = 0; i < loop.size(); i++) {
+        if (loop[i].what == "barrier") last_barrier = i;
+    }
+    int own_loads = 0, own_before_compute = 0, other_next = 0, computes = 0;
+    for (size_t i = 0; i < loop.size(); i++) {
+        const Event &e = loop[i];
+        computes += e.what == "compute";
+        if (e.what == load_own) {
+            own_loads++;
+            own_before_compute += computes == 0;
+            expect(!e.next_tile, load_own + " from the next tile, which its one buffer does not hold yet");
+            expect(i < last_barrier, load_own + " after the barrier that lets the next copy overwrite it");
+        } else if (e.what == load_other && e.next_tile) {
+            other_next++;
+            expect(i > last_barrier, load_other + " from the next tile before its barrier");
+        }
+    }
+    expect(own_loads == steps, "not one " + load_own + " per step in the loop");
+    // Its register prologue (steps 0 .. d-1), then step 0's prefetch of step d.
+    expect(own_before_compute == distance + 1, "not d + 1 " + load_own + " before the first compute");
+    expect(other_before_loop == distance, load_other + "'s register prologue is not before the loop");
+    expect(other_next == distance, "not d " + load_other + " from the next tile");
+    return problems;
+}
+
+// Issue found by the compile-time fuzzer (CompileFuzz.OneOperandPipelinedWithRegisterStages):
+// only one operand pipelined at the shared level, the other copied into its one buffer in
+// each iteration. Each fragment composes with its own operand's pipeline.
+TEST(TwoLevel, OneOperandPipelinedComposesOnlyItsFragments) {
+    for (int register_stages : {2, 3}) {
+        EXPECT_EQ(
+            join(one_operand_problems(two_level_events(1, register_stages, "none", 2), 'A', 'B', register_stages)), "")
+            << "stages=1 stages_b=2 register_stages=" << register_stages;
+        EXPECT_EQ(
+            join(one_operand_problems(two_level_events(2, register_stages, "none", 1), 'B', 'A', register_stages)), "")
+            << "stages=2 stages_b=1 register_stages=" << register_stages;
+    }
 }
 
 // The checker bites: each deliberately broken two-level pipeline has the problem it names.
