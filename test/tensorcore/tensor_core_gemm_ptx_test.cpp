@@ -10,6 +10,7 @@
 #include "KernelSource.h"
 
 #include "codegen/AsyncCopyMarkers.h"
+#include "directive/Requests.h"
 
 #include "TensorCoreGemm.h"
 
@@ -128,6 +129,59 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
             std::printf("ptxas %s:\n%s", arch, log.c_str());
         }
 #endif
+    }
+}
+
+/** The elements of the accumulator's per-thread array (prod, in registers) in the kernel the
+ * pass returns; -1 when there is none of constant size. */
+int64_t accumulator_elements(const Internal::Stmt &s) {
+    class Find : public Internal::IRVisitor {
+        using Internal::IRVisitor::visit;
+        void visit(const Internal::Allocate *op) override {
+            const int64_t *e = op->extents.size() == 1 ? Internal::as_const_int(op->extents[0]) : nullptr;
+            if (op->memory_type == MemoryType::Register && op->name.rfind("prod", 0) == 0 && e) found = *e;
+            Internal::IRVisitor::visit(op);
+        }
+
+    public:
+        int64_t found = -1;
+    } find;
+    s.accept(&find);
+    return find.found;
+}
+
+// Warp tiles 16 wide in N, a 32 x 32 block of four 16 x 16 warps, k tile 32 (and 64 x 64 of
+// 32 x 32): the block's accumulator tile shrinks to what a lane holds, warp_m x warp_n / 32
+// floats (CompactRegisters). Its rows 8 apart in the block tile once left a sparse window (266
+// floats for 8 used), a private array wherever codegen does not split it (pocl). No local
+// memory, at 3 and 6 shared stages (6 once failed in codegen with "Symbol not found"),
+// unguarded and guarded.
+TEST(TensorCoreGemm, NarrowWarpTilesKeepAccumulatorsInRegisters) {
+    for (int warp : {16, 32}) {
+        for (int stages : {3, 6}) {
+            for (bool guarded : {false, true}) {
+                SCOPED_TRACE(::testing::Message() << warp << " x " << warp << " warps, " << stages << " stages"
+                                                  << (guarded ? ", guarded" : ""));
+                tc_test::Gemm g;
+                g.block_m = g.block_n = 2 * warp;
+                g.warp_m = g.warp_n = warp;
+                g.stages = stages;
+                g.guarded = guarded;
+                Internal::Stmt lowered;
+                alcop::set_lowering_observer(
+                    [&](const Internal::Stmt &, const Internal::Stmt &after, const auto &) { lowered = after; });
+                const std::string ptx = compile(g);
+                alcop::set_lowering_observer(nullptr);
+                ASSERT_FALSE(ptx.empty());
+                const int k_steps = g.tile_k / 16, tiles = (g.warp_m / 16) * (g.warp_n / 8);
+                EXPECT_EQ(count(ptx, "mma.sync"), k_steps * tiles);
+                EXPECT_EQ(accumulator_elements(lowered), g.warp_m * g.warp_n / 32);
+                EXPECT_EQ(count(ptx, ".local"), 0) << ptx;
+                std::printf("%d x %d warps, %d stages%s: %d mma.sync, accumulator of %d floats, %d .local\n", warp,
+                            warp, stages, guarded ? ", guarded" : "", count(ptx, "mma.sync"),
+                            (int)accumulator_elements(lowered), count(ptx, ".local"));
+            }
+        }
     }
 }
 
