@@ -185,6 +185,65 @@ TEST(RegisterLevel, OneStepThatCannotComposeIsLeftAloneWithAWarning) {
     EXPECT_NE(text.str().find("F_regs[0]"), std::string::npos) << text.str();
 }
 
+// Two fragments of one step: F from P's pipelined tile, G from Q's, which the loop copies
+// unpipelined into one buffer (S[16..31]). Only F prefetches the next tile (after the barrier,
+// guarded by ko + 1 < K); G is loaded in each iteration, from Q's buffer, after its copy.
+TEST(RegisterLevel, OneStepComposesOnlyTheFragmentsOfPipelinedTiles) {
+    Stmt copy_q = produce("Q", store("S", var("tx") + 16, load("in2", var("ko") * 16 + var("tx"))));
+    std::vector<Stmt> load_g;
+    for (int i = 0; i < 4; i++) {
+        load_g.push_back(store("G_regs", i, load("S", 16 + i)));
+    }
+    Stmt use = consume("P", consume("Q", Block::make({load_fragment(0), produce("G", Block::make(load_g)),
+                                                      use_fragment(), use_fragment("G")})));
+    Stmt s = kernel(fragment_registers(streaming_loop(Block::make({copy_tile(), copy_q, barrier(), use, barrier()})),
+                                       MemoryType::Register, {"F", "G"}),
+                    32);
+    const std::map<std::string, alcop::PipelineRequest> requests{
+        {"P", {2, alcop::Level::Shared}}, {"F", {2, alcop::Level::Register}}, {"G", {2, alcop::Level::Register}}};
+    testing::internal::CaptureStderr();
+    const Stmt result = alcop::inject_pipelines(s, requests);
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(warnings.find("cannot compose"), std::string::npos) << warnings;
+    // Where each fragment is loaded from S: before the loop, in it, in it from tile ko + 1.
+    class Where : public IRVisitor {
+        using IRVisitor::visit;
+        int in_loop = 0, next_tile = 0;
+        void visit(const For *op) override {
+            in_loop += op->name == "ko";
+            IRVisitor::visit(op);
+            in_loop -= op->name == "ko";
+        }
+        void visit(const IfThenElse *op) override {
+            std::ostringstream c;
+            c << op->condition;
+            const bool next = c.str().find("ko + 1") != std::string::npos;
+            next_tile += next;
+            IRVisitor::visit(op);
+            next_tile -= next;
+        }
+        void visit(const Store *op) override {
+            const Load *from = op->value.as<Load>();  // (not the renaming of the slots)
+            if ((op->name == "F_regs" || op->name == "G_regs") && from && from->name == "S") {
+                counts[op->name + (in_loop ? (next_tile ? " next tile" : " in loop") : " before loop")]++;
+            }
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::map<std::string, int> counts;
+    } where;
+    result.accept(&where);
+    std::ostringstream ir;
+    ir << result;
+    EXPECT_EQ(where.counts["F_regs before loop"], 4) << ir.str();
+    EXPECT_EQ(where.counts["F_regs next tile"], 4) << ir.str();
+    EXPECT_EQ(where.counts["F_regs in loop"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs before loop"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs next tile"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs in loop"], 4) << ir.str();
+}
+
 TEST(RegisterLevel, OneStepUnderAnIfIsRejected) {
     const std::map<std::string, alcop::PipelineRequest> both{{"P", {2, alcop::Level::Shared}},
                                                              {"F", {2, alcop::Level::Register}}};
