@@ -239,7 +239,9 @@ private:
         for (int64_t e : used) {
             number.emplace(e, (int)number.size());
         }
+        std::set<const IRNode *> done;  // (an access node may be reached more than once)
         for (const SplitIndex &s : accesses) {
+            if (!done.insert(s.access).second) continue;
             Expr &index = rebased.at(s.access);
             if (const Ramp *r = index.as<Ramp>()) {
                 index = Ramp::make(number.at(*as_const_int(r->base)), r->stride, r->lanes);
