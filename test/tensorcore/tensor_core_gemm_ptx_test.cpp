@@ -150,37 +150,51 @@ int64_t accumulator_elements(const Internal::Stmt &s) {
     return find.found;
 }
 
-// Warp tiles 16 wide in N, a 32 x 32 block of four 16 x 16 warps, k tile 32 (and 64 x 64 of
-// 32 x 32): the block's accumulator tile shrinks to what a lane holds, warp_m x warp_n / 32
-// floats (CompactRegisters). Its rows 8 apart in the block tile once left a sparse window (266
-// floats for 8 used), a private array wherever codegen does not split it (pocl). No local
-// memory, at 3 and 6 shared stages (6 once failed in codegen with "Symbol not found"),
-// unguarded and guarded.
+// Warp tiles 16 wide in N (the blocks and k tiles the Alcop plugin leaves out for them,
+// src/autoscheduler/Candidates.cpp) and a 64 x 64 block of 32 x 32 warps: the block's
+// accumulator tile shrinks to what a lane holds, warp_m x warp_n / 32 floats
+// (CompactRegisters). Its rows 8 apart in the block tile once left a sparse window (266 floats
+// for 8 used in a 32 x 32 block of 16 x 16 warps), a private array wherever codegen does not
+// split it (pocl). No local memory, at 3 and 6 shared stages (6 once failed in codegen with
+// "Symbol not found"), unguarded and guarded.
 TEST(TensorCoreGemm, NarrowWarpTilesKeepAccumulatorsInRegisters) {
-    for (int warp : {16, 32}) {
-        for (int stages : {3, 6}) {
-            for (bool guarded : {false, true}) {
-                SCOPED_TRACE(::testing::Message() << warp << " x " << warp << " warps, " << stages << " stages"
-                                                  << (guarded ? ", guarded" : ""));
-                tc_test::Gemm g;
-                g.block_m = g.block_n = 2 * warp;
-                g.warp_m = g.warp_n = warp;
-                g.stages = stages;
-                g.guarded = guarded;
-                Internal::Stmt lowered;
-                alcop::set_lowering_observer(
-                    [&](const Internal::Stmt &, const Internal::Stmt &after, const auto &) { lowered = after; });
-                const std::string ptx = compile(g);
-                alcop::set_lowering_observer(nullptr);
-                ASSERT_FALSE(ptx.empty());
-                const int k_steps = g.tile_k / 16, tiles = (g.warp_m / 16) * (g.warp_n / 8);
-                EXPECT_EQ(count(ptx, "mma.sync"), k_steps * tiles);
-                EXPECT_EQ(accumulator_elements(lowered), g.warp_m * g.warp_n / 32);
-                EXPECT_EQ(count(ptx, ".local"), 0) << ptx;
-                std::printf("%d x %d warps, %d stages%s: %d mma.sync, accumulator of %d floats, %d .local\n", warp,
-                            warp, stages, guarded ? ", guarded" : "", count(ptx, "mma.sync"),
-                            (int)accumulator_elements(lowered), count(ptx, ".local"));
+    struct Tiles {
+        int block_m, block_n, warp_m, warp_n, tile_k;
+    };
+    const Tiles tiles[] = {{32, 32, 16, 16, 32},  {64, 32, 16, 16, 32}, {128, 32, 16, 16, 32}, {64, 32, 32, 16, 32},
+                           {128, 32, 32, 16, 32}, {64, 64, 16, 16, 64}, {64, 64, 32, 32, 32}};
+    for (const Tiles &t : tiles) {
+        for (const auto &[stages, guarded] : {std::pair{3, false}, std::pair{3, true}, std::pair{6, false}}) {
+            // (6 stages of the larger tiles need more than the 48 KiB of shared memory.)
+            if (stages * (t.block_m + t.block_n) * t.tile_k * 2 > 48 * 1024) continue;
+            tc_test::Gemm g;
+            g.block_m = t.block_m;
+            g.block_n = t.block_n;
+            g.warp_m = t.warp_m;
+            g.warp_n = t.warp_n;
+            g.tile_k = t.tile_k;
+            g.stages = stages;
+            g.guarded = guarded;
+            char what[128];
+            std::snprintf(what, sizeof(what), "%dx%d block, %dx%d warps, k tile %d, %d stages%s", g.block_m, g.block_n,
+                          g.warp_m, g.warp_n, g.tile_k, stages, guarded ? ", guarded" : "");
+            SCOPED_TRACE(what);
+            Internal::Stmt lowered;
+            alcop::set_lowering_observer(
+                [&](const Internal::Stmt &, const Internal::Stmt &after, const auto &) { lowered = after; });
+            std::string ptx;
+            try {
+                ptx = compile(g);
+            } catch (const CompileError &e) {
+                ADD_FAILURE() << e.what();
             }
+            alcop::set_lowering_observer(nullptr);
+            ASSERT_FALSE(ptx.empty());
+            EXPECT_EQ(count(ptx, "mma.sync"), g.tile_k / 16 * (g.warp_m / 16) * (g.warp_n / 8));
+            EXPECT_EQ(accumulator_elements(lowered), g.warp_m * g.warp_n / 32);
+            EXPECT_EQ(count(ptx, ".local"), 0);
+            std::printf("%s: %d mma.sync, accumulator of %d floats, %d .local\n", what, count(ptx, "mma.sync"),
+                        (int)accumulator_elements(lowered), count(ptx, ".local"));
         }
     }
 }
