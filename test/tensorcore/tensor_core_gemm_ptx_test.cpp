@@ -156,7 +156,7 @@ int64_t accumulator_elements(const Internal::Stmt &s) {
 // (CompactRegisters). Its rows 8 apart in the block tile once left a sparse window (266 floats
 // for 8 used in a 32 x 32 block of 16 x 16 warps), a private array wherever codegen does not
 // split it (pocl). No local memory, at 3 and 6 shared stages (6 once failed in codegen with
-// "Symbol not found"), unguarded and guarded.
+// "Symbol not found"), unguarded (and guarded, the first tiles).
 TEST(TensorCoreGemm, NarrowWarpTilesKeepAccumulatorsInRegisters) {
     struct Tiles {
         int block_m, block_n, warp_m, warp_n, tile_k;
@@ -165,8 +165,10 @@ TEST(TensorCoreGemm, NarrowWarpTilesKeepAccumulatorsInRegisters) {
                            {128, 32, 32, 16, 32}, {64, 64, 16, 16, 64}, {64, 64, 32, 32, 32}};
     for (const Tiles &t : tiles) {
         for (const auto &[stages, guarded] : {std::pair{3, false}, std::pair{3, true}, std::pair{6, false}}) {
-            // (6 stages of the larger tiles need more than the 48 KiB of shared memory.)
+            // (6 stages of the larger tiles need more than the 48 KiB of shared memory; the
+            // guarded copies change no accumulator index: once, on the first tiles, suffices.)
             if (stages * (t.block_m + t.block_n) * t.tile_k * 2 > 48 * 1024) continue;
+            if (guarded && &t != &tiles[0]) continue;
             tc_test::Gemm g;
             g.block_m = t.block_m;
             g.block_n = t.block_n;
