@@ -159,6 +159,19 @@ public:
     std::map<std::string, std::optional<std::vector<SplitIndex>>> windows;
 };
 
+/** The elements an index reads or writes when it is a constant or a dense ramp from one;
+ * empty otherwise. */
+std::vector<int64_t> constant_elements(const Expr &index) {
+    if (const int64_t *c = as_const_int(index)) return {*c};
+    const Ramp *r = index.as<Ramp>();
+    if (!r || !as_const_int(r->base) || !is_const_one(r->stride)) return {};
+    std::vector<int64_t> elements;
+    for (int i = 0; i < r->lanes; i++) {
+        elements.push_back(*as_const_int(r->base) + i);
+    }
+    return elements;
+}
+
 class Rebase : public IRMutator {
     using IRMutator::visit;
 
@@ -199,10 +212,44 @@ public:
                 hi = std::max(hi, *as_const_int(s.rest_bounds.max));
             }
             windows[f.first] = {lo, hi - lo + 1};
+            std::set<int64_t> used;
+            bool constant = true;
             for (const SplitIndex &s : *f.second) {
-                rebased[s.access] = simplify(s.rest - (int)lo);
+                Expr index = simplify(s.rest - (int)lo);
+                rebased[s.access] = index;
+                const std::vector<int64_t> elements = constant_elements(index);
+                constant = constant && !elements.empty();
+                used.insert(elements.begin(), elements.end());
+            }
+            if (constant && (int64_t)used.size() < hi - lo + 1) {
+                number_densely(f.first, *f.second, used);
             }
         }
+    }
+
+private:
+    /** Once the loops are unrolled the window may still be sparse: an mma.sync accumulator's
+     * rows 8 apart in a block tile 32 wide use 8 of its 266 elements, 64 x 64 warp tiles 128
+     * of thousands, which a private array keeps out of registers wherever codegen does not
+     * split it. Numbers the elements used, in order: a dense ramp's elements are consecutive
+     * integers, all used, so their numbers are consecutive too. */
+    void number_densely(const std::string &array, const std::vector<SplitIndex> &accesses,
+                        const std::set<int64_t> &used) {
+        std::map<int64_t, int> number;
+        for (int64_t e : used) {
+            number.emplace(e, (int)number.size());
+        }
+        std::set<const IRNode *> done;  // (an access node may be reached more than once)
+        for (const SplitIndex &s : accesses) {
+            if (!done.insert(s.access).second) continue;
+            Expr &index = rebased.at(s.access);
+            if (const Ramp *r = index.as<Ramp>()) {
+                index = Ramp::make(number.at(*as_const_int(r->base)), r->stride, r->lanes);
+            } else {
+                index = number.at(*as_const_int(index));
+            }
+        }
+        windows[array].size = (int64_t)used.size();
     }
 };
 

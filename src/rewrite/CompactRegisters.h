@@ -14,7 +14,9 @@
  * the same for all accesses in value (spellings may differ: an accumulator's init and update
  * often do), and c depends on the loops inside the allocation within constant bounds [lo, hi],
  * this pass shrinks the array to hi - lo + 1 elements indexed by c - lo. Once the loops are
- * unrolled c is a constant, so the array becomes registers.
+ * unrolled c is a constant, so the array becomes registers. When every c - lo is already a
+ * constant (or a dense ramp from one) but they leave gaps, as the rows of an mma.sync
+ * accumulator 8 apart in the block tile do, the elements used are numbered densely instead.
  *
  * Exact, because the array is private to each thread. Any other array is left as it is.
  */

@@ -41,6 +41,24 @@ class DropProducerBarriers : public IRMutator {
     }
 };
 
+/** The buffers `stmts` store into. */
+std::set<std::string> stored_buffers(const std::vector<Stmt> &stmts) {
+    class Stores : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::set<std::string> names;
+    } stores;
+    for (const Stmt &s : stmts) {
+        s.accept(&stores);
+    }
+    return stores.names;
+}
+
 Stmt sequence(const std::vector<Stmt> &stmts) {
     Stmt result;
     for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) {
@@ -278,7 +296,10 @@ class InjectPipelines : public IRMutator {
         for (size_t i = 0; i < body.stmts.size(); i++) {
             if (body.roles[i] == StmtRole::Compute) last_compute = i;
         }
-        SharedLoopContext composition{r.op->name, r.op->min, r.end, sequence(publish), {}};
+        SharedLoopContext composition{r.op->name, r.op->min, r.end, sequence(publish), {}, {}};
+        std::vector<Stmt> others = body.stmts;  // what the loop body writes besides its last consumer
+        if (last_compute < others.size()) others.erase(others.begin() + last_compute);
+        const std::set<std::string> written = stored_buffers(others);
         bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
         for (size_t i = 0; i < body.stmts.size(); i++) {
             switch (body.roles[i]) {
@@ -295,7 +316,7 @@ class InjectPipelines : public IRMutator {
             }
             case StmtRole::Compute:
                 steady.push_back(i == last_compute ?
-                                     mutate_last_consumer(body.stmts[i], composition, register_prologue) :
+                                     mutate_last_consumer(body.stmts[i], written, composition, register_prologue) :
                                      mutate(body.stmts[i]));
                 keep_barrier = true;
                 break;
@@ -343,53 +364,86 @@ class InjectPipelines : public IRMutator {
     }
 
     /** The last consumer statement of a pipelined loop. When it is a fragment loop under
-     * lets and consume markers only, and that loop's compute reads registers only, the
-     * fragment pipeline composes with the shared one: after it, nothing reads the slot of
-     * the current tile, so the shared wait and barrier may move into it. */
-    Stmt mutate_last_consumer(const Stmt &s, SharedLoopContext &composition, Stmt &register_prologue) {
-        if (auto it = one_step_bodies.find(s.get());
-            it != one_step_bodies.end() && !compute_reads_pipelined_tiles(*it->second)) {
+     * lets and consume markers only, whose compute reads registers only, and some of whose
+     * fragments may load the next tile early (crossing_fragments), the fragment pipeline
+     * composes with the shared one: after it, nothing reads what the rest of the loop body
+     * writes, so the shared wait and barrier may move into it. `written`: what the loop body
+     * writes besides this statement. */
+    Stmt mutate_last_consumer(const Stmt &s, const std::set<std::string> &written, SharedLoopContext &composition,
+                              Stmt &register_prologue) {
+        if (auto it = one_step_bodies.find(s.get()); it != one_step_bodies.end() && composes(*it->second, written)) {
             composed_one_steps.insert(it->second);
-            return compose(*it->second, composition, register_prologue);
+            return compose(*it->second, written, composition, register_prologue);
         }
         if (const LetStmt *l = s.as<LetStmt>()) {
             Expr value = mutate(l->value);
             composition.lets.emplace_back(l->name, value);
-            Stmt body = mutate_last_consumer(l->body, composition, register_prologue);
+            Stmt body = mutate_last_consumer(l->body, written, composition, register_prologue);
             composition.lets.pop_back();
             return LetStmt::make(l->name, value, body);
         }
         if (const ProducerConsumer *pc = s.as<ProducerConsumer>(); pc && !pc->is_producer) {
-            return ProducerConsumer::make_consume(pc->name,
-                                                  mutate_last_consumer(pc->body, composition, register_prologue));
+            return ProducerConsumer::make_consume(
+                pc->name, mutate_last_consumer(pc->body, written, composition, register_prologue));
         }
         const For *f = s.as<For>();
         auto it = f ? fragment_loops.find(f) : fragment_loops.end();
-        if (it == fragment_loops.end() || compute_reads_pipelined_tiles(*it->second)) {
+        if (it == fragment_loops.end() || !composes(*it->second, written)) {
             return mutate(s);
         }
-        return compose(*it->second, composition, register_prologue);
+        return compose(*it->second, written, composition, register_prologue);
     }
 
-    bool compute_reads_pipelined_tiles(const FragmentLoop &loop) const {
+    /** Whether `s` loads a buffer in `written`; with `tiles_ok`, other than from the slots
+     * of a pipelined tile of the loop being rewritten. */
+    bool reads_written(const Stmt &s, const std::set<std::string> &written, bool tiles_ok) const {
         class Reads : public IRVisitor {
             using IRVisitor::visit;
             void visit(const Load *op) override {
                 auto it = self.analysis.owner.find(op);
-                found = found || (it != self.analysis.owner.end() && self.addresses.count(it->second));
+                const bool tile = it != self.analysis.owner.end() && self.addresses.count(it->second);
+                found = found || (written.count(op->name) && !(tiles_ok && tile));
                 IRVisitor::visit(op);
             }
 
         public:
             const InjectPipelines &self;
+            const std::set<std::string> &written;
+            const bool tiles_ok;
             bool found = false;
-            explicit Reads(const InjectPipelines &self) : self(self) {
+            Reads(const InjectPipelines &self, const std::set<std::string> &written, bool tiles_ok)
+                : self(self), written(written), tiles_ok(tiles_ok) {
             }
-        } reads(*this);
-        for (size_t i = 0; i < loop.body.stmts.size(); i++) {
-            if (loop.body.roles[i] == StmtRole::Compute) loop.body.stmts[i].accept(&reads);
-        }
+        } reads(*this, written, tiles_ok);
+        s.accept(&reads);
         return reads.found;
+    }
+
+    /** The fragments of `loop` whose loads may run ahead into the next iteration of the
+     * streaming loop: those that read, of what the loop body writes, only its pipelined
+     * tiles, which the moved publication makes visible. A fragment of an operand the loop
+     * copies unpipelined (its one buffer holds the next tile only after the next
+     * iteration's copy) starts over in each iteration. */
+    std::set<std::string> crossing_fragments(const FragmentLoop &loop, const std::set<std::string> &written) const {
+        std::set<std::string> crossing;
+        for (size_t i = 0; i < loop.body.stmts.size(); i++) {
+            if (loop.body.roles[i] == StmtRole::Producer && !reads_written(loop.body.stmts[i], written, true)) {
+                crossing.insert(loop.body.produced[i]);
+            }
+        }
+        return crossing;
+    }
+
+    /** Whether `loop` composes: its compute reads nothing the loop body writes (the moved
+     * barrier comes before the last steps' reads, so a copy of the next iteration could
+     * overwrite it), and some fragment crosses. */
+    bool composes(const FragmentLoop &loop, const std::set<std::string> &written) const {
+        for (size_t i = 0; i < loop.body.stmts.size(); i++) {
+            if (loop.body.roles[i] == StmtRole::Compute && reads_written(loop.body.stmts[i], written, false)) {
+                return false;
+            }
+        }
+        return !crossing_fragments(loop, written).empty();
     }
 
     FragmentPipeline fragment_loop(const FragmentLoop &loop, const SharedLoopContext *composition) {
@@ -402,7 +456,9 @@ class InjectPipelines : public IRMutator {
 
     /** The fragment pipeline of `loop` composed with the shared one: its steps, and its
      * register prologue for after the shared prologue. */
-    Stmt compose(const FragmentLoop &loop, const SharedLoopContext &composition, Stmt &register_prologue) {
+    Stmt compose(const FragmentLoop &loop, const std::set<std::string> &written, SharedLoopContext composition,
+                 Stmt &register_prologue) {
+        composition.crossing = crossing_fragments(loop, written);
         FragmentPipeline p = fragment_loop(loop, &composition);
         register_prologue = p.prologue;
         return p.steps;
@@ -417,7 +473,8 @@ public:
             user_warning << pipeline_call(o.second->fragments.front().func, Level::Register) << ": "
                          << "it is produced once per iteration of the loop " << o.second->loop->name
                          << " of the shared level, outside that loop's last consumer or with a consumer that "
-                         << "reads shared memory, so its register stages cannot compose with the shared ones; "
+                         << "reads shared memory or loads only buffers that loop copies unpipelined, so its "
+                         << "register stages cannot compose with the shared ones; "
                          << "it is left unpipelined there.\n";
         }
     }

@@ -57,6 +57,11 @@ class Builder {
     const testing::Fault fault;
     const int steps, stages, distance;
 
+    /** Whether producer piece i loads from the next tile (see SharedLoopContext::crossing). */
+    bool crosses(size_t i) const {
+        return shared && shared->crossing.count(loop.body.produced[i]);
+    }
+
     /** Piece i at step `step` of the loop, its fragment accesses in slot `slot`. */
     Stmt at(size_t i, const Expr &step, int slot) const {
         std::map<std::string, int64_t> shift;
@@ -79,12 +84,11 @@ class Builder {
         return substitute(shared->var, tile, s);
     }
 
-    /** The fragments of step s (s >= steps: of the next tile, if composed) into slot
+    /** The fragments of step s (s >= steps: of the next tile, those that cross) into slot
      * s % stages. */
     void load_fragments(int s, std::vector<Stmt> &out) const {
-        if (s >= steps && !shared) return;
         for (size_t i = 0; i < pieces.size(); i++) {
-            if (loop.body.roles[i] != StmtRole::Producer) continue;
+            if (loop.body.roles[i] != StmtRole::Producer || (s >= steps && !crosses(i))) continue;
             if (s < steps) {
                 out.push_back(at(i, s, s % stages));
             } else {
@@ -96,11 +100,12 @@ class Builder {
 
     /** Renames the slots after a tile whose step count is not a multiple of the stages: the
      * fragments of the next tile's step s' were loaded into slot (s' + steps) % stages and
-     * belong in slot s' % stages. */
+     * belong in slot s' % stages. Only the crossing fragments: the others start over. */
     Stmt rename_slots() const {
         std::vector<Stmt> copy_out, copy_back;
         std::vector<std::pair<std::string, const Fragment *>> temporaries;
         for (const Fragment &f : loop.fragments) {
+            if (!shared->crossing.count(f.func)) continue;
             const std::string tmp = f.storage->name + "_renamed";
             const Type t = f.storage->type;
             temporaries.emplace_back(tmp, &f);
@@ -141,9 +146,9 @@ public:
         for (int s = 0; s < distance; s++) {
             for (size_t i = 0; i < pieces.size(); i++) {
                 if (loop.body.roles[i] != StmtRole::Producer) continue;
-                if (shared) {
+                if (crosses(i)) {
                     prologue.push_back(at_tile(i, s, s, shared->min));
-                } else {
+                } else if (s < steps) {  // (a one-step body has one step to load)
                     body.push_back(at(i, s, s));
                 }
             }

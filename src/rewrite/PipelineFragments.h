@@ -23,11 +23,19 @@
  * not a multiple of R the slots are renamed at the end of each iteration, so that step j
  * of every tile uses slot j % R. A one-step body (FragmentLoop::one_step, T = 1) is the same
  * with one step: it only ever composes.
+ *
+ * Only the fragments loaded from k's pipelined tiles prefetch across the end of L
+ * (SharedLoopContext::crossing): the publication makes those visible early. A fragment of
+ * an operand that k produces unpipelined (one buffer, copied at the start of each
+ * iteration) has tile k + 1 only after that copy, in the next iteration: it starts over in
+ * each iteration as if alone (its register prologue at the start of L, no loads after step
+ * T - d - 1, no renaming), so every read of that buffer still comes before the barrier.
  */
 
 #include "analysis/FragmentAnalysis.h"
 #include "directive/TestHooks.h"
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +50,8 @@ struct SharedLoopContext {
     Halide::Internal::Stmt publish;
     /** The lets between the streaming loop's body and the fragment loop, outermost first. */
     std::vector<std::pair<std::string, Halide::Expr>> lets;
+    /** The fragments whose loads of tile var + 1 may cross into this iteration (see above). */
+    std::set<std::string> crossing;
 };
 
 struct FragmentPipeline {

@@ -137,12 +137,6 @@ Space fp32_space() {
                                         c.at("block_n") % c.at("thread_n") == 0;
                              }});
     s.constraints.push_back({"at most 256 work-items", [](const Config &c) { return threads(c) <= 256; }});
-    // A known bug the fuzzer found (CompileFuzz.DISABLED_OneOperandPipelinedWithRegisterStages):
-    // register stages >= 2 where one operand is pipelined at the shared level and the other is
-    // not compute wrong results. Remove this line when that test passes.
-    s.constraints.push_back({"not the known bug", [](const Config &c) {
-                                 return c.at("register_stages") < 2 || (c.at("stages", 1) > 1) == (stages_b(c) > 1);
-                             }});
     return s;
 }
 
@@ -328,9 +322,10 @@ TEST(CompileFuzz, BrokenPipelineIsCaught) {
 // register_stages 1 are right. The lowered kernel (stages=1 stages_b=2) composes both fragments
 // with B's shared pipeline: A's first fragments are loaded before the loop, from A_shared that
 // is produced only inside it, and the last R - 1 steps of chunk k load A's fragments of chunk
-// k + 1 from A's one slot, which still holds chunk k. Excluded from the draw until fixed ("not
-// the known bug").
-TEST(CompileFuzz, DISABLED_OneOperandPipelinedWithRegisterStages) {
+// k + 1 from A's one slot, which still holds chunk k. Fixed: each fragment composes with its
+// own operand's pipeline; one whose operand is not pipelined starts over in each chunk (see
+// PipelineFragments.h).
+TEST(CompileFuzz, OneOperandPipelinedWithRegisterStages) {
     for (const char *stages : {"stages=1 stages_b=2", "stages=2 stages_b=1"}) {
         const Config c = parse(std::string("testing_gemm block_m=16 block_n=16 thread_m=2 thread_n=2 tile_k=8 "
                                            "vector_width=1 register_stages=2 ") +

@@ -26,6 +26,9 @@
 #include "gemm_s4_r2.h"
 #include "gemm_s3_r3.h"
 #include "gemm_s2_r5_k4.h"
+#include "gemm_s1_b2_r2.h"
+#include "gemm_s2_b1_r2.h"
+#include "gemm_s2_b1_r3.h"
 #include "bmm_s2_r2.h"
 #include "gemm_s1_r2_slot_off_by_one.h"
 #include "gemm_s2_r2_fragment_before_barrier.h"
@@ -86,6 +89,10 @@ const Variant variants[] = {
     {"gemm_s4_r2", gemm_s4_r2, false},
     {"gemm_s3_r3", gemm_s3_r3, false},
     {"gemm_s2_r5_k4", gemm_s2_r5_k4, false},
+    // One operand pipelined at the shared level, register stages for both.
+    {"gemm_s1_b2_r2", gemm_s1_b2_r2, false},
+    {"gemm_s2_b1_r2", gemm_s2_b1_r2, false},
+    {"gemm_s2_b1_r3", gemm_s2_b1_r3, false},
     {"bmm_s2_r2", bmm_s2_r2, true},
 };
 

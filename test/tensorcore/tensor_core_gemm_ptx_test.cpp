@@ -10,6 +10,7 @@
 #include "KernelSource.h"
 
 #include "codegen/AsyncCopyMarkers.h"
+#include "directive/Requests.h"
 
 #include "TensorCoreGemm.h"
 
@@ -135,6 +136,75 @@ TEST(TensorCoreGemm, PipelinedThreeStages) {
             count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global"),
             count(ptx, "cp.async.commit_group"), count(ptx, "cp.async.wait_group"), count(ptx, "bar.sync"));
         expect_no_spills(ptx);
+    }
+}
+
+/** The elements of the accumulator's per-thread array (prod, in registers) in the kernel the
+ * pass returns; -1 when there is none of constant size. */
+int64_t accumulator_elements(const Internal::Stmt &s) {
+    class Find : public Internal::IRVisitor {
+        using Internal::IRVisitor::visit;
+        void visit(const Internal::Allocate *op) override {
+            const int64_t *e = op->extents.size() == 1 ? Internal::as_const_int(op->extents[0]) : nullptr;
+            if (op->memory_type == MemoryType::Register && op->name.rfind("prod", 0) == 0 && e) found = *e;
+            Internal::IRVisitor::visit(op);
+        }
+
+    public:
+        int64_t found = -1;
+    } find;
+    s.accept(&find);
+    return find.found;
+}
+
+// Warp tiles 16 wide in N (the blocks and k tiles the Alcop plugin leaves out for them,
+// src/autoscheduler/Candidates.cpp) and a 64 x 64 block of 32 x 32 warps: the block's
+// accumulator tile shrinks to what a lane holds, warp_m x warp_n / 32 floats
+// (CompactRegisters). Its rows 8 apart in the block tile once left a sparse window (266 floats
+// for 8 used in a 32 x 32 block of 16 x 16 warps), a private array wherever codegen does not
+// split it (pocl). No local memory, at 3 and 6 shared stages (6 once failed in codegen with
+// "Symbol not found"), unguarded (and guarded, the first tiles).
+TEST(TensorCoreGemm, NarrowWarpTilesKeepAccumulatorsInRegisters) {
+    struct Tiles {
+        int block_m, block_n, warp_m, warp_n, tile_k;
+    };
+    const Tiles tiles[] = {{32, 32, 16, 16, 32},  {64, 32, 16, 16, 32}, {128, 32, 16, 16, 32}, {64, 32, 32, 16, 32},
+                           {128, 32, 32, 16, 32}, {64, 64, 16, 16, 64}, {64, 64, 32, 32, 32}};
+    for (const Tiles &t : tiles) {
+        for (const auto &[stages, guarded] : {std::pair{3, false}, std::pair{3, true}, std::pair{6, false}}) {
+            // (6 stages of the larger tiles need more than the 48 KiB of shared memory; the
+            // guarded copies change no accumulator index: once, on the first tiles, suffices.)
+            if (stages * (t.block_m + t.block_n) * t.tile_k * 2 > 48 * 1024) continue;
+            if (guarded && &t != &tiles[0]) continue;
+            tc_test::Gemm g;
+            g.block_m = t.block_m;
+            g.block_n = t.block_n;
+            g.warp_m = t.warp_m;
+            g.warp_n = t.warp_n;
+            g.tile_k = t.tile_k;
+            g.stages = stages;
+            g.guarded = guarded;
+            char what[128];
+            std::snprintf(what, sizeof(what), "%dx%d block, %dx%d warps, k tile %d, %d stages%s", g.block_m, g.block_n,
+                          g.warp_m, g.warp_n, g.tile_k, stages, guarded ? ", guarded" : "");
+            SCOPED_TRACE(what);
+            Internal::Stmt lowered;
+            alcop::set_lowering_observer(
+                [&](const Internal::Stmt &, const Internal::Stmt &after, const auto &) { lowered = after; });
+            std::string ptx;
+            try {
+                ptx = compile(g);
+            } catch (const CompileError &e) {
+                ADD_FAILURE() << e.what();
+            }
+            alcop::set_lowering_observer(nullptr);
+            ASSERT_FALSE(ptx.empty());
+            EXPECT_EQ(count(ptx, "mma.sync"), g.tile_k / 16 * (g.warp_m / 16) * (g.warp_n / 8));
+            EXPECT_EQ(accumulator_elements(lowered), g.warp_m * g.warp_n / 32);
+            EXPECT_EQ(count(ptx, ".local"), 0);
+            std::printf("%s: %d mma.sync, accumulator of %d floats, %d .local\n", what, count(ptx, "mma.sync"),
+                        (int)accumulator_elements(lowered), count(ptx, ".local"));
+        }
     }
 }
 

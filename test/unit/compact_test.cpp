@@ -31,9 +31,10 @@ std::string text_of(const Stmt &s) {
 TEST(CompactRegisters, ShrinksToOneThreadsWindow) {
     const std::string ir =
         text_of(alcop::compact_thread_registers(kernel_with_accumulator(var("tx") * 4 + 1, var("tx") * 4 + 3)));
-    EXPECT_NE(ir.find("acc[float32 * 3]"), std::string::npos) << ir;  // elements 1..3 of the window
+    // Elements 1 and 3 of the window, numbered densely (their indices are constants).
+    EXPECT_NE(ir.find("acc[float32 * 2]"), std::string::npos) << ir;
     EXPECT_NE(ir.find("acc[0] = "), std::string::npos) << ir;
-    EXPECT_NE(ir.find("acc[2]"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("acc[1]"), std::string::npos) << ir;
 }
 
 TEST(CompactRegisters, LeavesArraysWithDifferentThreadPartsAlone) {
@@ -49,7 +50,7 @@ TEST(CompactRegisters, ThreadPartsEqualInValueShareOneWindow) {
     const Expr spelled_apart = (var("tx") / 2 - var("blk")) * 8 + (var("tx") % 2) * 4 + var("blk") * 8;
     const std::string ir =
         text_of(alcop::compact_thread_registers(kernel_with_accumulator(spelled_apart + 1, var("tx") * 4 + 3)));
-    EXPECT_NE(ir.find("acc[float32 * 3]"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("acc[float32 * 2]"), std::string::npos) << ir;
 }
 
 TEST(CompactRegisters, LeavesIndicesThatMixThreadsAndLoopsAlone) {

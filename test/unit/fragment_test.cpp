@@ -185,6 +185,65 @@ TEST(RegisterLevel, OneStepThatCannotComposeIsLeftAloneWithAWarning) {
     EXPECT_NE(text.str().find("F_regs[0]"), std::string::npos) << text.str();
 }
 
+// Two fragments of one step: F from P's pipelined tile, G from Q's, which the loop copies
+// unpipelined into one buffer (S[16..31]). Only F prefetches the next tile (after the barrier,
+// guarded by ko + 1 < K); G is loaded in each iteration, from Q's buffer, after its copy.
+TEST(RegisterLevel, OneStepComposesOnlyTheFragmentsOfPipelinedTiles) {
+    Stmt copy_q = produce("Q", store("S", var("tx") + 16, load("in2", var("ko") * 16 + var("tx"))));
+    std::vector<Stmt> load_g;
+    for (int i = 0; i < 4; i++) {
+        load_g.push_back(store("G_regs", i, load("S", 16 + i)));
+    }
+    Stmt use = consume("P", consume("Q", Block::make({load_fragment(0), produce("G", Block::make(load_g)),
+                                                      use_fragment(), use_fragment("G")})));
+    Stmt s = kernel(fragment_registers(streaming_loop(Block::make({copy_tile(), copy_q, barrier(), use, barrier()})),
+                                       MemoryType::Register, {"F", "G"}),
+                    32);
+    const std::map<std::string, alcop::PipelineRequest> requests{
+        {"P", {2, alcop::Level::Shared}}, {"F", {2, alcop::Level::Register}}, {"G", {2, alcop::Level::Register}}};
+    testing::internal::CaptureStderr();
+    const Stmt result = alcop::inject_pipelines(s, requests);
+    const std::string warnings = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(warnings.find("cannot compose"), std::string::npos) << warnings;
+    // Where each fragment is loaded from S: before the loop, in it, in it from tile ko + 1.
+    class Where : public IRVisitor {
+        using IRVisitor::visit;
+        int in_loop = 0, next_tile = 0;
+        void visit(const For *op) override {
+            in_loop += op->name == "ko";
+            IRVisitor::visit(op);
+            in_loop -= op->name == "ko";
+        }
+        void visit(const IfThenElse *op) override {
+            std::ostringstream c;
+            c << op->condition;
+            const bool next = c.str().find("ko + 1") != std::string::npos;
+            next_tile += next;
+            IRVisitor::visit(op);
+            next_tile -= next;
+        }
+        void visit(const Store *op) override {
+            const Load *from = op->value.as<Load>();  // (not the renaming of the slots)
+            if ((op->name == "F_regs" || op->name == "G_regs") && from && from->name == "S") {
+                counts[op->name + (in_loop ? (next_tile ? " next tile" : " in loop") : " before loop")]++;
+            }
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::map<std::string, int> counts;
+    } where;
+    result.accept(&where);
+    std::ostringstream ir;
+    ir << result;
+    EXPECT_EQ(where.counts["F_regs before loop"], 4) << ir.str();
+    EXPECT_EQ(where.counts["F_regs next tile"], 4) << ir.str();
+    EXPECT_EQ(where.counts["F_regs in loop"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs before loop"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs next tile"], 0) << ir.str();
+    EXPECT_EQ(where.counts["G_regs in loop"], 4) << ir.str();
+}
+
 TEST(RegisterLevel, OneStepUnderAnIfIsRejected) {
     const std::map<std::string, alcop::PipelineRequest> both{{"P", {2, alcop::Level::Shared}},
                                                              {"F", {2, alcop::Level::Register}}};
@@ -285,11 +344,14 @@ public:
     std::vector<Event> events;
 };
 
-std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none") {
+std::vector<Event> two_level_events(int stages, int register_stages, const std::string &fault = "none",
+                                    int stages_b = 0) {
     Target t("host-opencl");
     auto gen = GeneratorRegistry::create("testing_gemm", GeneratorContext(t));
-    gen->set_generator_param_values(
-        {{"stages", std::to_string(stages)}, {"register_stages", std::to_string(register_stages)}, {"fault", fault}});
+    gen->set_generator_param_values({{"stages", std::to_string(stages)},
+                                     {"stages_b", std::to_string(stages_b)},
+                                     {"register_stages", std::to_string(register_stages)},
+                                     {"fault", fault}});
     Stmt s;
     alcop::set_lowering_observer([&](const Stmt &, const Stmt &after, const auto &) { s = after; });
     gen->build_module("gemm");
@@ -366,6 +428,70 @@ class TwoLevel : public ::testing::TestWithParam<std::pair<int, int>> {};
 TEST_P(TwoLevel, PrefetchesFragmentsAcrossTheTileAfterItsBarrier) {
     const int stages = GetParam().first, register_stages = GetParam().second;
     EXPECT_EQ(join(two_level_problems(two_level_events(stages, register_stages), register_stages)), "");
+}
+
+/** What is wrong with the fragment loads of a two-level GEMM (tile_k = 8 steps, R register
+ * stages) whose operand `own` is copied unpipelined at the shared level and `other` pipelined:
+ * `other`'s fragments prefetch across the tile after the iteration's last barrier, `own`'s
+ * start over in each iteration (its one buffer holds the next tile only after the next
+ * iteration's copy), all read before that barrier, which lets the copy go. Empty when
+ * nothing is. */
+std::vector<std::string> one_operand_problems(const std::vector<Event> &events, char own, char other,
+                                              int register_stages) {
+    const int steps = 8, distance = register_stages - 1;
+    std::vector<std::string> problems;
+    auto expect = [&](bool ok, const std::string &what) {
+        if (!ok) problems.push_back(what);
+    };
+    const std::string load_own = std::string("load ") + own, load_other = std::string("load ") + other;
+    std::vector<Event> loop;
+    int other_before_loop = 0;
+    for (const Event &e : events) {
+        if (e.in_loop) {
+            loop.push_back(e);
+        } else if (loop.empty()) {
+            expect(e.what != load_own, load_own + " before the loop, where its buffer holds no tile yet");
+            other_before_loop += e.what == load_other;
+        }
+    }
+    size_t last_barrier = 0;
+    for (size_t i = 0; i < loop.size(); i++) {
+        if (loop[i].what == "barrier") last_barrier = i;
+    }
+    int own_loads = 0, own_before_compute = 0, other_next = 0, computes = 0;
+    for (size_t i = 0; i < loop.size(); i++) {
+        const Event &e = loop[i];
+        computes += e.what == "compute";
+        if (e.what == load_own) {
+            own_loads++;
+            own_before_compute += computes == 0;
+            expect(!e.next_tile, load_own + " from the next tile, which its one buffer does not hold yet");
+            expect(i < last_barrier, load_own + " after the barrier that lets the next copy overwrite it");
+        } else if (e.what == load_other && e.next_tile) {
+            other_next++;
+            expect(i > last_barrier, load_other + " from the next tile before its barrier");
+        }
+    }
+    expect(own_loads == steps, "not one " + load_own + " per step in the loop");
+    // Its register prologue (steps 0 .. d-1), then step 0's prefetch of step d.
+    expect(own_before_compute == distance + 1, "not d + 1 " + load_own + " before the first compute");
+    expect(other_before_loop == distance, load_other + "'s register prologue is not before the loop");
+    expect(other_next == distance, "not d " + load_other + " from the next tile");
+    return problems;
+}
+
+// Issue found by the compile-time fuzzer (CompileFuzz.OneOperandPipelinedWithRegisterStages):
+// only one operand pipelined at the shared level, the other copied into its one buffer in
+// each iteration. Each fragment composes with its own operand's pipeline.
+TEST(TwoLevel, OneOperandPipelinedComposesOnlyItsFragments) {
+    for (int register_stages : {2, 3}) {
+        EXPECT_EQ(
+            join(one_operand_problems(two_level_events(1, register_stages, "none", 2), 'A', 'B', register_stages)), "")
+            << "stages=1 stages_b=2 register_stages=" << register_stages;
+        EXPECT_EQ(
+            join(one_operand_problems(two_level_events(2, register_stages, "none", 1), 'B', 'A', register_stages)), "")
+            << "stages=2 stages_b=1 register_stages=" << register_stages;
+    }
 }
 
 // The checker bites: each deliberately broken two-level pipeline has the problem it names.
