@@ -41,22 +41,6 @@ class FindFragmentLoops : public IRVisitor {
         if (thread_depth > 0) per_thread.pop_back();
     }
 
-    /** The names stored into inside s. */
-    static std::set<std::string> stores_in(const Stmt &s) {
-        class Stores : public IRVisitor {
-            using IRVisitor::visit;
-            void visit(const Store *op) override {
-                names.insert(op->name);
-                IRVisitor::visit(op);
-            }
-
-        public:
-            std::set<std::string> names;
-        } stores;
-        s.accept(&stores);
-        return stores.names;
-    }
-
     void visit(const ProducerConsumer *op) override {
         if (op->is_producer && shared.count(op->name) && !serial.empty()) {
             streaming.insert(serial.back());
@@ -80,7 +64,7 @@ class FindFragmentLoops : public IRVisitor {
             << "loop within the GPU threads. compute_at() it inside the serial (reduction) loop whose steps "
             << "it should be prefetched across.\n";
         const For *loop = serial.back();
-        const std::set<std::string> stored = stores_in(op->body);
+        const std::set<std::string> stored = stored_buffers(op->body);
         user_assert(stored.size() == 1) << pipeline_call(f, Level::Register) << ": the producer of " << user_name(f)
                                         << " writes " << stored.size()
                                         << " buffers; a fragment's producer writes only its own registers.\n";
@@ -335,6 +319,21 @@ std::vector<FragmentLoop> analyze_fragments(const Stmt &s, const std::map<std::s
         }
     }
     return result;
+}
+
+std::set<std::string> stored_buffers(const Stmt &s) {
+    class Stores : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::set<std::string> names;
+    } stores;
+    if (s.defined()) s.accept(&stores);
+    return stores.names;
 }
 
 }  // namespace alcop

@@ -32,6 +32,7 @@
 #include "analysis/PipelineAnalysis.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ struct FragmentLoop {
  * others are ignored. Throws Halide::CompileError (user_error) on illegal requests. */
 std::vector<FragmentLoop> analyze_fragments(const Halide::Internal::Stmt &s,
                                             const std::map<std::string, PipelineRequest> &requests);
+
+/** The buffers stored into inside `s` (none for an undefined Stmt). */
+std::set<std::string> stored_buffers(const Halide::Internal::Stmt &s);
 
 }  // namespace alcop
 

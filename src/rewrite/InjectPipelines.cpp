@@ -41,24 +41,6 @@ class DropProducerBarriers : public IRMutator {
     }
 };
 
-/** The buffers `stmts` store into. */
-std::set<std::string> stored_buffers(const std::vector<Stmt> &stmts) {
-    class Stores : public IRVisitor {
-        using IRVisitor::visit;
-        void visit(const Store *op) override {
-            names.insert(op->name);
-            IRVisitor::visit(op);
-        }
-
-    public:
-        std::set<std::string> names;
-    } stores;
-    for (const Stmt &s : stmts) {
-        s.accept(&stores);
-    }
-    return stores.names;
-}
-
 Stmt sequence(const std::vector<Stmt> &stmts) {
     Stmt result;
     for (auto it = stmts.rbegin(); it != stmts.rend(); ++it) {
@@ -299,7 +281,7 @@ class InjectPipelines : public IRMutator {
         SharedLoopContext composition{r.op->name, r.op->min, r.end, sequence(publish), {}, {}};
         std::vector<Stmt> others = body.stmts;  // what the loop body writes besides its last consumer
         if (last_compute < others.size()) others.erase(others.begin() + last_compute);
-        const std::set<std::string> written = stored_buffers(others);
+        const std::set<std::string> written = stored_buffers(sequence(others));
         bool keep_barrier = false;  // a consumer stage ran since the last kept barrier
         for (size_t i = 0; i < body.stmts.size(); i++) {
             switch (body.roles[i]) {

@@ -128,6 +128,27 @@ inline int matmul_mismatches(const Halide::Runtime::Buffer<float> &a, const Hali
         a, b, out, [](double r) { return r; }, exact_products);
 }
 
+/** Output channel co at output pixel (ox, oy) of image n of the convolution of `input` (ci, x,
+ * y, n) by `filter` (co, ci, kx, ky), with `stride` and zero padding `pad`, in double; `scale`
+ * gets sum |products|, the scale close() wants. */
+inline double conv2d_at(const Halide::Runtime::Buffer<float> &input, const Halide::Runtime::Buffer<float> &filter,
+                        int stride, int pad, int co, int ox, int oy, int n, double *scale) {
+    double sum = 0;
+    *scale = 0;
+    for (int ky = 0; ky < filter.dim(3).extent(); ky++) {
+        for (int kx = 0; kx < filter.dim(2).extent(); kx++) {
+            const int ix = ox * stride + kx - pad, iy = oy * stride + ky - pad;
+            if (ix < 0 || ix >= input.dim(1).extent() || iy < 0 || iy >= input.dim(2).extent()) continue;
+            for (int ci = 0; ci < input.dim(0).extent(); ci++) {
+                const double t = (double)input(ci, ix, iy, n) * filter(co, ci, kx, ky);
+                sum += t;
+                *scale += std::abs(t);
+            }
+        }
+    }
+    return sum;
+}
+
 }  // namespace reference
 
 #endif

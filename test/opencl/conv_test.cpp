@@ -38,18 +38,8 @@ int conv_mismatches(ConvFn fn, const ConvShape &s, int stride, int pad) {
         for (int oy = 0; oy < oh; oy++) {
             for (int ox = 0; ox < ow; ox++) {
                 for (int co = 0; co < s.co; co++) {
-                    double ref = 0, scale = 0;
-                    for (int ky = 0; ky < s.kh; ky++) {
-                        for (int kx = 0; kx < s.kw; kx++) {
-                            const int ix = ox * stride + kx - pad, iy = oy * stride + ky - pad;
-                            if (ix < 0 || ix >= s.w || iy < 0 || iy >= s.h) continue;
-                            for (int ci = 0; ci < s.ci; ci++) {
-                                const double t = (double)input(ci, ix, iy, n) * filter(co, ci, kx, ky);
-                                ref += t;
-                                scale += std::abs(t);
-                            }
-                        }
-                    }
+                    double scale = 0;
+                    const double ref = reference::conv2d_at(input, filter, stride, pad, co, ox, oy, n, &scale);
                     const float got = out(co, ox + ow * (oy + oh * n));
                     bad += !reference::close(got, ref, scale);
                 }
