@@ -31,9 +31,13 @@ constexpr int kAddressAndLoopRegisters = 27;
 // (one per operand and slot, constant offsets after that), the copies' global and shared
 // addresses, the k loop, the output's base. Fitted, with the quarter of the accumulators ptxas
 // holds on top of them (kTensorCoreExtraPerAccumulator), to ptxas -v for sm_80 on the user's
-// GEMM of docs/tensor-cores.md (test/autoscheduler, TensorCoreModel), docs/model.md §3.
+// GEMM of docs/tensor-cores.md (test/autoscheduler, TensorCoreModel), docs/model.md §3. Small
+// warp tiles keep a floor of them (kTensorCoreMinimumOverhead): with swizzled, pipelined slots
+// the row addresses and the swizzle's index math take about 40 registers whatever the tile
+// (ptxas: w16x32 72, w32x32 96, where accumulators and fragments are 28 and 48).
 constexpr int kTensorCoreAddressRegisters = 22;
 constexpr double kTensorCoreExtraPerAccumulator = 0.25;
+constexpr int kTensorCoreMinimumOverhead = 40;
 
 // mma.sync.m16n8k16: 2 * 16 * 8 * 16 FLOPs; each lane holds 4 fp32 accumulators per 16 x 8
 // tile; ldmatrix.x4 gives each lane 4 32-bit registers (a 16 x 16 tile of A, or two 16 x 8
@@ -512,13 +516,15 @@ const char *to_string(RuntimeLimits limits) {
 int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
     if (s.tensor_cores) {
         // Per lane: c0..c3 of every 16 x 8 tile, and a quarter of that again (what ptxas holds
-        // beyond them grows with the warp tile: measured, not derived); per register stage, A's
-        // ldmatrix.x4 (4 per 16 rows) and B's (2 per 8 columns). Tensor cores need sm_80, so
-        // copies are cp.async: no staging registers.
+        // beyond them grows with the warp tile: measured, not derived), at least the small
+        // tiles' floor; per register stage, A's ldmatrix.x4 (4 per 16 rows) and B's (2 per 8
+        // columns). Tensor cores need sm_80, so copies are cp.async: no staging registers.
         const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
         const int fragments = s.reg_stages * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN));
-        return accumulators + int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + fragments +
-               kTensorCoreAddressRegisters;
+        const int overhead =
+            std::max(kTensorCoreMinimumOverhead,
+                     int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters);
+        return accumulators + fragments + overhead;
     }
     const int accumulators = s.tm * s.tn;
     const int fragments = s.reg_stages * (s.tm + s.tn);
