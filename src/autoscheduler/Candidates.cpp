@@ -13,13 +13,27 @@ bool guard_free(const Contraction &c, const model::Schedule &s) {
     return k && *k % s.kt == 0;
 }
 
+int64_t chunk_count(const Contraction &c, int kt) {
+    int64_t chunks = (c.rvars[0].extent_estimate + kt - 1) / kt;
+    for (size_t i = 1; i < c.rvars.size(); i++) chunks *= std::max<int64_t>(1, c.rvars[i].extent_estimate);
+    return chunks;
+}
+
+bool tensor_core_register_stages_apply(const model::Schedule &s) {
+    return s.reg_stages <= 1 || (s.smem_stages > 1 && (s.kt / 16) % s.reg_stages == 0);
+}
+
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
+    // More shared stages than chunks only fill slots no chunk reads (and the pass rejects a
+    // pipeline over a loop of one chunk, which is no loop): at most one stage a chunk.
+    if (s.smem_stages > 1 && s.smem_stages > chunk_count(c, s.kt)) return std::nullopt;
     if (s.tensor_cores) {
         // The warp tile's M rows run along the first M dimension alone (y of mma.sync's layout):
         // a further M dimension indexes blocks. The reduction is chunked by the k tile (K is a
-        // constant it divides, tensor_cores_apply()). Fragments in registers stay one stage: the
-        // register-level pipelining of tensor-core fragments is not built yet.
-        if (s.reg_stages > 1) return std::nullopt;
+        // constant it divides, tensor_cores_apply()). Register stages of the mma fragments
+        // (ldmatrix R - 1 k steps ahead, across chunks) need both tiles pipelined and R
+        // dividing the chunk's k steps; their registers are in the model's estimate.
+        if (!tensor_core_register_stages_apply(s)) return std::nullopt;
         // Not a warp tile 16 wide in N: the pass leaves the accumulators of some of those in local
         // memory (the user's GEMM of test/tensorcore/TensorCoreGemm.h, 3 stages: 32x32, 64x32 and
         // 128x32 blocks of 16x16 warps and 64x32, 128x32 of 32x16 with k tile 32, 64x64 of 16x16
@@ -107,8 +121,11 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
     std::ostringstream os;
     os << std::fixed << std::setprecision(2);
     os << "; best-ranked " << top.to_string() << " predicts " << search.ranked[0].total_us << " us but "
-       << (top.tensor_cores && top.reg_stages > 1 ?
-               "the register-level pipelining of tensor-core fragments is not built yet" :
+       << (top.smem_stages > 1 && top.smem_stages > chunk_count(c, top.kt) ?
+               "it has more shared stages than the reduction has chunks" :
+           top.tensor_cores && !tensor_core_register_stages_apply(top) ?
+               "its register stages of tensor-core fragments need both tiles pipelined (2 or more shared stages) "
+               "and R dividing the chunk's k steps (k tile / 16)" :
            top.tensor_cores && top.tn < 32 ?
                "warp tiles 16 wide in N are left out (their accumulators can "
                "end up in local memory, Candidates.cpp)" :

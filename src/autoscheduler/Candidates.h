@@ -37,6 +37,14 @@ struct Mapping {
  * the k tile divides, so that no branch guards the last chunk. */
 bool guard_free(const Contraction &c, const model::Schedule &s);
 
+/** The chunks the pipeline runs over: the k tile's chunks of the first reduction variable
+ * (at its estimated extent) times the extents of the others, which the chunk loop fuses. */
+int64_t chunk_count(const Contraction &c, int kt);
+
+/** Whether a tensor-core candidate's register stages can apply: R = 1, or both tiles pipelined
+ * (the fragments prefetch across chunks) and R dividing the chunk's k steps (kt / 16). */
+bool tensor_core_register_stages_apply(const model::Schedule &s);
+
 /** The candidate as tiles of `c`, or nothing if the schedule cannot express it. */
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s);
 

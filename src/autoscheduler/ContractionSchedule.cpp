@@ -498,6 +498,9 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
         stage_operand(schedule, c, *o, o == &c.a ? fa : fb, f, m, copies, warnings);
     }
     schedule.tensor_cores(f, s.tm, s.tn);
+    // The mma fragments in R register slots: ldmatrix R - 1 k steps ahead, across chunks
+    // (map_candidate keeps R >= 2 to where it applies).
+    if (s.reg_stages > 1) schedule.pipeline(f, s.reg_stages, true);
     schedule.enable();
     Chunking chunking;
     chunking.exact = true;

@@ -719,6 +719,86 @@ int ptxas_registers(const std::string &log, const std::string &name = "") {
                -1;
 }
 
+/** The register stages of every alcop::pipeline(..., alcop::Level::Register) call in a schedule source. */
+std::vector<int> register_stages(const std::string &source) {
+    std::vector<int> stages;
+    std::regex call("alcop::pipeline\\([^,]+, (\\d+), alcop::Level::Register\\)");
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), call); it != std::sregex_iterator(); ++it) {
+        stages.push_back(std::stoi((*it)[1]));
+    }
+    return stages;
+}
+
+/** The chosen candidate's "BMxBNxKT wTMxTN SS RR", from the plugin's log. */
+std::smatch chosen_candidate(const std::string &log) {
+    std::smatch m;
+    std::regex_search(log, m, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) w(\\d+)x(\\d+) S(\\d+) R(\\d+)"));
+    return m;
+}
+
+TEST(TensorCoreContractionStages, NoMoreSharedStagesThanChunks) {
+    // K = 16 is one chunk of every k tile: a pipeline over it has no loop to run across (the pass
+    // rejects one: "produced 2 times at the GPU block level, in no serial loop"). K = 48 is three
+    // chunks of the only k tile that divides it (16): at most 3 stages.
+    const Target t("host-cuda-cuda_capability_80");
+    for (int k : {16, 48}) {
+        SCOPED_TRACE("K = " + std::to_string(k));
+        Built b = gemm16(BFloat(16), 64, 64, k);
+        const Scheduled s = autoschedule(b, "Alcop", t);
+        const std::smatch m = chosen_candidate(s.log);
+        ASSERT_FALSE(m.empty()) << s.log;
+        const int kt = std::stoi(m[3].str()), stages = std::stoi(m[6].str());
+        EXPECT_LE(stages, (k + kt - 1) / kt) << s.log;
+        for (int st : pipeline_stages(s.source)) EXPECT_LE(st, (k + kt - 1) / kt) << s.source;
+        const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "tc_single_chunk", t));
+        EXPECT_GT(kernel_source::count(ptx, mma_bf16), 0);
+    }
+}
+
+TEST(TensorCoreContractionStages, RegisterStagesOfTheFragmentsAssemble) {
+    // A candidate with R = 2 (forced through ALCOP_AUTOSCHEDULER_CANDIDATE where the model does
+    // not rank one first): the accumulator's fragments pipelined through the same public
+    // directive a user writes, ldmatrix a k step ahead, clean PTX for sm_80 and sm_90.
+    const Target t("host-cuda-cuda_capability_80");
+    Built b = gemm16(Float(16), 256, 256, 256);
+    Scheduled s;
+    for (int candidate = 0; candidate < 64; candidate++) {
+        ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+        ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+        ScopedEnv pick("ALCOP_AUTOSCHEDULER_CANDIDATE", std::to_string(candidate).c_str());
+        b = gemm16(Float(16), 256, 256, 256);
+        s = autoschedule(b, "Alcop", t);
+        if (!register_stages(s.source).empty()) break;
+    }
+    const std::smatch m = chosen_candidate(s.log);
+    ASSERT_FALSE(m.empty()) << s.log;
+    ASSERT_EQ(register_stages(s.source), std::vector<int>{2}) << s.source;
+    const int kt = std::stoi(m[3].str());
+    EXPECT_EQ((kt / 16) % 2, 0) << "R must divide the chunk's k steps";
+    for (int st : pipeline_stages(s.source)) EXPECT_GT(st, 1) << "both tiles pipelined: " << s.source;
+    const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "tc_register_stages", t));
+    EXPECT_GT(kernel_source::count(ptx, mma_f16), 0);
+    EXPECT_GT(kernel_source::count(ptx, "ldmatrix.sync.aligned"), 0);
+    EXPECT_EQ(kernel_source::count(ptx, "alcop_"), 0) << "a marker survived";
+    EXPECT_EQ(kernel_source::count(ptx, ".local"), 0) << "local memory";
+#ifdef ALCOP_PTXAS
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = ptxas_for(ptx, arch, "tc_register_stages", &status);
+        EXPECT_EQ(status, 0) << log;
+        EXPECT_GT(kernel_source::count(log, "spill stores"), 0) << log;
+        EXPECT_EQ(kernel_source::count(log, "0 bytes spill stores, 0 bytes spill loads"),
+                  kernel_source::count(log, "spill stores"))
+            << log;
+        EXPECT_EQ(kernel_source::count(log, "bytes stack frame"), kernel_source::count(log, "0 bytes stack frame"))
+            << log;
+        std::cout << "[ptxas " << arch << "] R = 2:\n" << log;
+    }
+#else
+    GTEST_SKIP() << "ptxas not found: PTX not assembled";
+#endif
+}
+
 TEST(TensorCoreModel, RegisterEstimateIsWithinTenPercentOfPtxas) {
     // The user's tensor-core GEMM of docs/tensor-cores.md (test/tensorcore/TensorCoreGemm.h),
     // pipelined with 3 stages, compiled for sm_80 in-process, against the model's estimate

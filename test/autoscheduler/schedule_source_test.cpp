@@ -18,6 +18,7 @@
 #include "as_conv2d_f16.schedule.h"
 #include "as_gemm.schedule.h"
 #include "as_gemm_f16.schedule.h"
+#include "as_gemm_f16_r2.schedule.h"
 #include "as_gemm_into_output.schedule.h"
 #include "as_gemm_relu.schedule.h"
 
@@ -71,7 +72,10 @@ std::string schedule_of(Pipeline p) {
                 os << "  update\n";
                 definition(u, "    ", definition);
             }
-            if (auto request = alcop::requested_pipeline(g)) os << "  alcop::pipeline " << request->stages << "\n";
+            if (auto request = alcop::requested_pipeline(g)) {
+                os << "  alcop::pipeline " << request->stages
+                   << (request->level == alcop::Level::Register ? " register" : "") << "\n";
+            }
         }
     }
     os << "custom lowering passes " << p.custom_lowering_passes().size() << "\n";
@@ -86,6 +90,7 @@ struct Case {
     std::string target = "host-opencl";
     Internal::GeneratorParamsMap params = {};
     bool tensor_cores = false;
+    bool register_stages = false;  ///< the choice pipelines register fragments (R >= 2)
 };
 
 class ScheduleSource : public ::testing::TestWithParam<Case> {};
@@ -108,6 +113,7 @@ TEST_P(ScheduleSource, ReproducesTheAppliedSchedule) {
     c.apply(pasted, target);
     const std::string a = schedule_of(direct), b = schedule_of(pasted);
     EXPECT_EQ(a.find("alcop::pipeline") != std::string::npos, c.contraction) << a;
+    EXPECT_EQ(a.find(" register\n") != std::string::npos, c.register_stages) << a;
     EXPECT_EQ(a, b) << "the schedule source differs from the schedule applied";
     // And it lowers.
     EXPECT_NO_THROW(pasted.compile_to_module(pasted.infer_arguments(), c.generator, target));
@@ -115,32 +121,40 @@ TEST_P(ScheduleSource, ReproducesTheAppliedSchedule) {
 
 INSTANTIATE_TEST_SUITE_P(
     Generators, ScheduleSource,
-    ::testing::Values(Case{"as_gemm", "as_gemm", apply_schedule_as_gemm},
-                      Case{"as_gemm_into_output", "as_gemm_into_output", apply_schedule_as_gemm_into_output},
-                      Case{"as_bmm", "as_bmm", apply_schedule_as_bmm},
-                      Case{"as_conv2d", "as_conv2d", apply_schedule_as_conv2d},
-                      Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu, false},
-                      Case{"as_gemm_f16",
-                           "as_gemm",
-                           apply_schedule_as_gemm_f16,
-                           true,
-                           cuda,
-                           {{"type", "f16"}, {"M", "256"}, {"N", "256"}, {"K", "256"}},
-                           true},
-                      Case{"as_bmm_bf16",
-                           "as_bmm",
-                           apply_schedule_as_bmm_bf16,
-                           true,
-                           cuda,
-                           {{"type", "bf16"}, {"batch", "4"}, {"M", "128"}, {"N", "128"}, {"K", "128"}},
-                           true},
-                      Case{"as_conv2d_f16",
-                           "as_conv2d",
-                           apply_schedule_as_conv2d_f16,
-                           true,
-                           cuda,
-                           {{"type", "f16"}, {"N", "2"}, {"H", "8"}, {"W", "16"}, {"CI", "64"}, {"CO", "64"}},
-                           true}),
+    ::testing::Values(
+        Case{"as_gemm", "as_gemm", apply_schedule_as_gemm},
+        Case{"as_gemm_into_output", "as_gemm_into_output", apply_schedule_as_gemm_into_output},
+        Case{"as_bmm", "as_bmm", apply_schedule_as_bmm}, Case{"as_conv2d", "as_conv2d", apply_schedule_as_conv2d},
+        Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu, false},
+        Case{"as_gemm_f16",
+             "as_gemm",
+             apply_schedule_as_gemm_f16,
+             true,
+             cuda,
+             {{"type", "f16"}, {"M", "256"}, {"N", "256"}, {"K", "256"}},
+             true},
+        Case{"as_gemm_f16_r2",
+             "as_gemm",
+             apply_schedule_as_gemm_f16_r2,
+             true,
+             cuda,
+             {{"type", "f16"}, {"M", "256"}, {"N", "256"}, {"K", "256"}, {"gpu", "H200"}, {"limits", "optin"}},
+             true,
+             true},
+        Case{"as_bmm_bf16",
+             "as_bmm",
+             apply_schedule_as_bmm_bf16,
+             true,
+             cuda,
+             {{"type", "bf16"}, {"batch", "4"}, {"M", "128"}, {"N", "128"}, {"K", "128"}},
+             true},
+        Case{"as_conv2d_f16",
+             "as_conv2d",
+             apply_schedule_as_conv2d_f16,
+             true,
+             cuda,
+             {{"type", "f16"}, {"N", "2"}, {"H", "8"}, {"W", "16"}, {"CI", "64"}, {"CO", "64"}},
+             true}),
     [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
 }  // namespace

@@ -10,8 +10,10 @@
 
 #include "as_bmm_tc_pocl.h"
 #include "as_conv2d_tc_pocl.h"
+#include "as_gemm_tc_k16_pocl.h"
 #include "as_gemm_tc_k32_pocl.h"
 #include "as_gemm_tc_pocl.h"
+#include "as_gemm_tc_r2_pocl.h"
 
 #include <gtest/gtest.h>
 
@@ -25,15 +27,23 @@ std::vector<MatMulShape> gemm_shapes(int k) {
     return {{0, 64, 64, k}, {0, 100, 72, k}, {0, 17, 9, k}, {0, 1, 1, k}, {0, 33, 130, k}};
 }
 
-// K 64: 4 k tiles of 16, fewer than the plugin's 5 stages; f16.
+// K 64; f16.
 TEST(AutoscheduledTensorCoreNumbers, GemmF16) {
     check_matmul(as_gemm_tc_pocl, f16, gemm_shapes(64));
 }
-// K 32; bf16. (Not K 16, a single k tile: for it the plugin picks 2 stages of a loop of one
-// chunk, which Halide removes, and the pass rejects the schedule: "A.in(prod) is produced 2
-// times at the GPU block level, in no serial loop".)
+// K 32; bf16.
 TEST(AutoscheduledTensorCoreNumbers, GemmBF16K32) {
     check_matmul(as_gemm_tc_k32_pocl, bf16, gemm_shapes(32));
+}
+// K 16, a single k tile: one shared stage (more would be a pipeline over a loop of one chunk,
+// which Halide removes and the pass rejects).
+TEST(AutoscheduledTensorCoreNumbers, GemmBF16K16) {
+    check_matmul(as_gemm_tc_k16_pocl, bf16, gemm_shapes(16));
+}
+// K 128 for an H200 under the opt-in limits, where the model picks register stages of the
+// fragments (16x32x32 w16x32 S4 R2): ldmatrix a k step ahead, across chunks.
+TEST(AutoscheduledTensorCoreNumbers, GemmF16RegisterStages) {
+    check_matmul(as_gemm_tc_r2_pocl, f16, gemm_shapes(128));
 }
 TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
     check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}});
