@@ -34,12 +34,6 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
         // (ldmatrix R - 1 k steps ahead, across chunks) need both tiles pipelined and R
         // dividing the chunk's k steps; their registers are in the model's estimate.
         if (!tensor_core_register_stages_apply(s)) return std::nullopt;
-        // Not a warp tile 16 wide in N: the pass leaves the accumulators of some of those in local
-        // memory (the user's GEMM of test/tensorcore/TensorCoreGemm.h, 3 stages: 32x32, 64x32 and
-        // 128x32 blocks of 16x16 warps and 64x32, 128x32 of 32x16 with k tile 32, 64x64 of 16x16
-        // with k tile 64; with 6 stages a 32x32 block of 16x16 warps fails in codegen, "Symbol not
-        // found"), while every 32- and 64-wide one tried is clean.
-        if (s.tn < 32) return std::nullopt;
         Mapping m;
         m.s = s;
         m.bx = s.bm;
@@ -126,9 +120,6 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
            top.tensor_cores && !tensor_core_register_stages_apply(top) ?
                "its register stages of tensor-core fragments need both tiles pipelined (2 or more shared stages) "
                "and R dividing the chunk's k steps (k tile / 16)" :
-           top.tensor_cores && top.tn < 32 ?
-               "warp tiles 16 wide in N are left out (their accumulators can "
-               "end up in local memory, Candidates.cpp)" :
            top.reg_stages > 1 && tm == std::nullopt && c.m_dims().size() != 1 ?
                "its register fragments need one M dimension" :
            top.reg_stages > 1 && tm == std::nullopt ?

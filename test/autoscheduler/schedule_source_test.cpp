@@ -132,7 +132,8 @@ INSTANTIATE_TEST_SUITE_P(
              true,
              cuda,
              {{"type", "f16"}, {"M", "256"}, {"N", "256"}, {"K", "256"}},
-             true},
+             true,
+             true},  // under the 64-register cap: 16 x 16 warp tiles, 2 register stages
         Case{"as_gemm_f16_r2",
              "as_gemm",
              apply_schedule_as_gemm_f16_r2,
@@ -154,6 +155,7 @@ INSTANTIATE_TEST_SUITE_P(
              true,
              cuda,
              {{"type", "f16"}, {"N", "2"}, {"H", "8"}, {"W", "16"}, {"CI", "64"}, {"CO", "64"}},
+             true,
              true}),
     [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
