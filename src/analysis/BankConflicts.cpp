@@ -139,6 +139,7 @@ private:
         access.access_bytes = bytes;
         access.byte_address = address;
         access.cost = count_bank_conflicts(*lanes, bytes);
+        access.lanes = *lanes;
         kernel.accesses.push_back(access);
     }
 

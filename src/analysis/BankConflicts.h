@@ -68,6 +68,7 @@ struct SharedAccess {
     int access_bytes = 0;       ///< per lane
     Halide::Expr byte_address;  ///< lets inlined, in the thread (and other loop) variables
     BankConflicts cost;         ///< of warp 0
+    LaneAddresses lanes;        ///< warp 0's byte addresses, from which `cost` is counted
 };
 
 /** The accesses of one kernel (a gpu_block loop nest) and their costs. */

@@ -71,7 +71,8 @@ KernelPlan plan_kernel(const KernelPipelines &kernel, const std::set<std::string
             const int64_t residue = ((b.begin % slot_alignment) + slot_alignment) % slot_alignment;
             // A swizzled operand's slots move by whole periods: from an old offset that is a
             // multiple of slot_alignment, counted from the allocation's start.
-            bp.swizzled = swizzled.count(b.func) && residue == 0 && !appended;
+            const bool may_align = residue == 0 && !appended;
+            bp.swizzled = swizzled.count(b.func) && may_align;
             const int64_t alignment = bp.swizzled ? swizzle_period : slot_alignment;
             bp.slot_bytes = round_up(b.end - b.begin, alignment);
             const int64_t bytes = bp.stages * bp.slot_bytes;
@@ -83,6 +84,10 @@ KernelPlan plan_kernel(const KernelPipelines &kernel, const std::set<std::string
                 h.lo = base + bytes;
                 break;
             }
+            // Any other buffer whose slots landed on whole periods anyway may be swizzled
+            // too, at no cost in bytes (the rewrite decides whether a swizzle helps it).
+            bp.swizzled = bp.swizzled || (may_align && bp.base % swizzle_period == 0 &&
+                                          bp.slot_bytes % swizzle_period == 0);
             lp.bytes = std::max(lp.bytes, bp.base + bytes);
             lp.max_prefetch_distance = std::max(lp.max_prefetch_distance, bp.prefetch_distance);
             lp.buffers.push_back(bp);

@@ -17,6 +17,9 @@
  * slot the same layout. Only where slot 0 may move by whole periods: the tile's old offset is
  * a multiple of 16 bytes and the slots count from the allocation's start (not appended after
  * data of unknown size); otherwise the buffer gets ordinary slots and stays unswizzled.
+ * Any other buffer whose ordinary slots happen to lie on whole periods (tiles of a multiple
+ * of 1024 bytes, packed from the start) is marked aligned as well, which costs nothing: the
+ * rewrite may then swizzle it where that removes bank conflicts (rewrite/SwizzleOperands.h).
  * When every access to the allocation, anywhere in the kernel, belongs to a pipelined buffer,
  * the slots are packed from the start of the allocation. Otherwise the other buffers keep
  * their place (one may be live across the loop), and each buffer's slots go into the first
@@ -42,8 +45,8 @@ constexpr int64_t slot_alignment = 16;
 
 struct BufferPlan {
     std::string func;
-    /** The slots are aligned to swizzle_period and span whole periods: the swizzle of the
-     * operand's tile (rewrite/SwizzleOperands.h) may apply to them, one map for every slot. */
+    /** The slots are aligned to swizzle_period and span whole periods: a swizzle of the
+     * buffer's tile (rewrite/SwizzleOperands.h) may apply to them, one map for every slot. */
     bool swizzled = false;
     int stages = 1;
     int prefetch_distance = 0;  ///< stages - 1

@@ -48,6 +48,15 @@ Swizzle Swizzle::for_rows(int64_t row_bytes) {
     return s;
 }
 
+Swizzle Swizzle::for_windows(int flip_bits) {
+    internal_assert(flip_bits >= 0 && flip_bits <= 3) << "Swizzle: " << flip_bits << " chunk bits\n";
+    Swizzle s;
+    s.row_bytes = 128;
+    s.chunk_bits = flip_bits;
+    s.row_shift = 0;
+    return s;
+}
+
 int64_t Swizzle::flip(int64_t row) const {
     return (row >> row_shift) & ((int64_t(1) << chunk_bits) - 1);
 }

@@ -2,10 +2,11 @@
 #define ALCOP_SWIZZLE_H
 
 /** \file
- * The swizzled layout of a shared-memory tile for tensor-core operands: one replaceable piece
- * beside the slot layout (PipelinePlan.h), shared by the writer (cp.async into the slot) and
- * the reader (ldmatrix), since the map is its own inverse.
+ * The swizzled layout of a shared-memory tile: one replaceable piece beside the slot layout
+ * (PipelinePlan.h), shared by the writers (cp.async into the slot) and the readers (ldmatrix,
+ * or fp32 fragments), since the map is its own inverse. Two rules, one map.
  *
+ * Tensor-core operands (for_rows):
  * A tile is row-major with rows of `row_bytes`; a "row" is the M or N index of an operand
  * whose contiguous dimension is K (or the K index of one read with ldmatrix.trans). Its bytes
  * are grouped in 16-byte chunks, c = byte / 16. The 8 row addresses of one ldmatrix phase
@@ -20,6 +21,16 @@
  *    identity. Such rows either leave no room to permute (16 bytes) or would need a map that
  *    crosses the row end; the bank-conflict checker (analysis/BankConflicts.h) reports what
  *    they cost.
+ *
+ * fp32 fragments (for_windows): a thread's fragment of TN floats read as 16-byte vectors puts
+ * the lanes of one 8-lane phase 2^b chunks apart (TN = 8: b = 1), so 8 lanes span 2^b
+ * windows of 128 bytes and share 8 / 2^b bank groups. Treating each 128-byte window as a
+ * "row" of the rule above, c' = c ^ (window % 2^b) on the low b chunk bits, sends the lanes
+ * of each window to distinct bank groups, and leaves a dense phase (8 consecutive chunks of
+ * one window: the copies, TN = 4 fragments) and broadcasts conflict-free, since it permutes
+ * the chunks of every window. Which b, if any, is measured on the kernel's real accesses
+ * (rewrite/SwizzleOperands.h).
+ *
  * Guarantees: for a fixed row the map permutes the row's chunks and is an involution
  * (swizzling twice is the identity), so the tile's bytes are a bijection of themselves; the
  * byte within its chunk is unchanged, so 16-byte alignment is kept (2-, 4- and 8-byte ones
@@ -49,6 +60,10 @@ struct Swizzle {
 
     /** The rule for rows of `row_bytes` bytes (see the file comment). */
     static Swizzle for_rows(int64_t row_bytes);
+
+    /** The rule for fragments whose lanes are 2^flip_bits chunks apart (flip_bits <= 3): the
+     * chunks of 128-byte window w flipped by w % 2^flip_bits. */
+    static Swizzle for_windows(int flip_bits);
 
     bool is_identity() const {
         return chunk_bits == 0;
@@ -83,11 +98,12 @@ struct Swizzle {
     int64_t address(int64_t index, int element_bytes) const;
 };
 
-/** A tensor-core operand whose shared tile is swizzled: what the plan records beside the
- * slot layout. Bytes [begin, end) of the kernel's merged shared allocation, as Halide laid
- * it out (before any slots), are whole 128-byte windows. */
+/** A buffer whose shared tile is swizzled in one kernel: what the plan records beside the
+ * slot layout. Bytes [begin, end) of the kernel's merged shared allocation `allocation` are
+ * whole 128-byte windows. */
 struct SwizzledBuffer {
     std::string func;
+    std::string allocation;
     int64_t row_bytes = 0;
     int64_t begin = 0, end = 0;
     Swizzle swizzle;

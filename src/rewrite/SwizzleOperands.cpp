@@ -1,10 +1,12 @@
 #include "rewrite/SwizzleOperands.h"
 
 #include "Error.h"
+#include "analysis/BankConflicts.h"
 #include "codegen/TensorCoreMarkers.h"
 
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 namespace alcop {
@@ -24,6 +26,10 @@ struct Access {
     bool bounded = false;
     int64_t lo = 0, hi = 0;  ///< closed byte range
     std::string produced;    ///< the innermost Func being produced around it, if any
+    /** What is known of the index (its ramp's base, for a vector) modulo a power of two: the
+     * node's own alignment, or what its enclosing lets prove where Halide left none (an
+     * OpenCL copy's store). */
+    ModulusRemainder alignment;
 };
 
 /** An index in a form whose bounds are constant where its value range is: a pipelined slot
@@ -37,6 +43,7 @@ public:
     explicit BoundableTerms(const Scope<Interval> &scope) : scope(scope) {
     }
     std::vector<std::pair<std::string, Interval>> ranges;
+    std::set<std::string> fields;  ///< the variables the buffer fields became
 
 private:
     using IRMutator::visit;
@@ -60,6 +67,7 @@ private:
         if (op->name.rfind("_halide_buffer_get_", 0) != 0) return IRMutator::visit(op);
         std::ostringstream field;
         field << Expr(op);
+        fields.insert("alcop_field " + field.str());
         return Variable::make(op->type, "alcop_field " + field.str());
     }
     Expr visit(const Mod *op) override {
@@ -116,7 +124,8 @@ private:
         IRVisitor::visit(op);
         if (op->is_producer) producing.pop_back();
     }
-    void record(const IRNode *node, const std::string &name, const Expr &index, Type t) {
+    void record(const IRNode *node, const std::string &name, const Expr &index, Type t,
+                const ModulusRemainder &alignment) {
         if (!shared.count(name)) return;
         Access a;
         a.allocation = name;
@@ -127,6 +136,18 @@ private:
         }
         BoundableTerms slot_terms(scope);
         Expr bounded_index = slot_terms.mutate(simplify(substitute_in_all_lets(e)));
+        // A copy's index adds a buffer field (an output's min) in one let and subtracts it in
+        // another, which the simplifier leaves; collecting each field's terms (the solver's
+        // job) cancels them, and what remains shows the alignment Halide did not record.
+        a.alignment = alignment;
+        if (const Ramp *r = bounded_index.as<Ramp>()) {
+            Expr base = r->base;
+            for (const std::string &f : slot_terms.fields) {
+                base = solve_expression(base, f).result;
+            }
+            const ModulusRemainder proved = modulus_remainder(simplify(base));
+            if (proved.modulus > alignment.modulus) a.alignment = proved;
+        }
         for (const auto &r : slot_terms.ranges) {
             scope.push(r.first, r.second);
         }
@@ -147,40 +168,41 @@ private:
         accesses[node] = a;
     }
     void visit(const Load *op) override {
-        record(op, op->name, op->index, op->type);
+        record(op, op->name, op->index, op->type, op->alignment);
         IRVisitor::visit(op);
     }
     void visit(const Store *op) override {
-        record(op, op->name, op->index, op->value.type());
+        record(op, op->name, op->index, op->value.type(), op->alignment);
         IRVisitor::visit(op);
     }
 };
 
 /** The swizzled tile an access lies in, or null. */
-const SwizzledBuffer *tile_of(const Access &a, const std::vector<SwizzledBuffer> &tiles,
-                              const std::map<std::string, std::string> &allocation) {
+const SwizzledBuffer *tile_of(const Access &a, const std::vector<SwizzledBuffer> &tiles) {
     for (const SwizzledBuffer &t : tiles) {
-        if (allocation.at(t.func) == a.allocation && a.bounded && a.lo >= t.begin && a.hi < t.end) return &t;
+        if (t.allocation == a.allocation && a.bounded && a.lo >= t.begin && a.hi < t.end) return &t;
     }
     return nullptr;
 }
 
 class ApplySwizzle : public IRMutator {
 public:
-    ApplySwizzle(const std::map<const IRNode *, Access> &accesses, const std::vector<SwizzledBuffer> &tiles,
-                 const std::map<std::string, std::string> &allocation)
-        : accesses(accesses), tiles(tiles), allocation(allocation) {
+    ApplySwizzle(const std::map<const IRNode *, Access> &accesses, const std::vector<SwizzledBuffer> &tiles)
+        : accesses(accesses), tiles(tiles) {
     }
 
 private:
     using IRMutator::visit;
     const std::map<const IRNode *, Access> &accesses;
     const std::vector<SwizzledBuffer> &tiles;
-    const std::map<std::string, std::string> &allocation;
 
     const SwizzledBuffer *tile_of(const IRNode *node) const {
         auto it = accesses.find(node);
-        return it == accesses.end() ? nullptr : alcop::tile_of(it->second, tiles, allocation);
+        return it == accesses.end() ? nullptr : alcop::tile_of(it->second, tiles);
+    }
+
+    ModulusRemainder alignment_of(const IRNode *node) const {
+        return accesses.at(node).alignment;
     }
 
     /** `index` (of elements of type t, known `alignment`) through the tile's map. The map
@@ -206,7 +228,7 @@ private:
     Expr visit(const Load *op) override {
         const SwizzledBuffer *t = tile_of(op);
         if (!t) return IRMutator::visit(op);
-        ModulusRemainder alignment = op->alignment;
+        ModulusRemainder alignment = alignment_of(op);
         Expr index = swizzled(*t, mutate(op->index), op->type, alignment);
         return Load::make(op->type, op->name, index, op->image, op->param, mutate(op->predicate), alignment);
     }
@@ -214,7 +236,7 @@ private:
     Stmt visit(const Store *op) override {
         const SwizzledBuffer *t = tile_of(op);
         if (!t) return IRMutator::visit(op);
-        ModulusRemainder alignment = op->alignment;
+        ModulusRemainder alignment = alignment_of(op);
         Expr index = swizzled(*t, mutate(op->index), op->value.type(), alignment);
         return Store::make(op->name, mutate(op->value), index, op->param, mutate(op->predicate), alignment);
     }
@@ -239,73 +261,157 @@ private:
     }
 };
 
-}  // namespace
-
-Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, const std::set<std::string> &pipelined,
-                      const std::vector<SwizzleAlignedSlots> &aligned_slots, std::vector<SwizzledBuffer> *plan) {
-    if (operands.empty()) return s;
-    CollectAccesses collect;
-    s.accept(&collect);
+/** The tiles of `func` where a swizzle may apply (see the file comment): one per allocation
+ * (kernel) that writes it, with `swizzle` still to be set. */
+std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const CollectAccesses &collect, bool pipelined,
+                                             const std::vector<SwizzleAlignedSlots> &aligned_slots) {
+    // A pipelined buffer's tile is all its slots, where the plan aligned them to the
+    // swizzle's period; slots only 16-byte aligned could straddle a 128-byte window.
+    const SwizzleAlignedSlots *slots = nullptr;
+    bool one_range = true;  // the loops that pipeline it agree on where its slots are
+    for (const SwizzleAlignedSlots &a : aligned_slots) {
+        if (a.func != func) continue;
+        one_range = one_range && (!slots || (slots->begin == a.begin && slots->end == a.end));
+        slots = &a;
+    }
+    if (!one_range) slots = nullptr;
+    if (pipelined && !slots) {
+        debug(1) << "alcop swizzle: " << func << " is pipelined into slots not aligned for the swizzle\n";
+        return {};
+    }
+    // The tile in each allocation: the bytes its producer writes there, one constant range.
+    std::map<std::string, SwizzledBuffer> written;
+    std::set<std::string> unbounded;
+    for (const auto &a : collect.accesses) {
+        const Access &x = a.second;
+        if (x.produced != func) continue;
+        if (!x.bounded) unbounded.insert(x.allocation);
+        auto [it, first] = written.try_emplace(x.allocation);
+        SwizzledBuffer &t = it->second;
+        t.begin = first ? x.lo : std::min(t.begin, x.lo);
+        t.end = first ? x.hi + 1 : std::max(t.end, x.hi + 1);
+    }
     std::vector<SwizzledBuffer> tiles;
-    std::map<std::string, std::string> allocation;  // operand -> its allocation
-    std::set<std::string> seen;
-    for (const OperandRows &o : operands) {
-        if (!seen.insert(o.func).second) continue;
-        Swizzle sw = Swizzle::for_rows(o.row_bytes);
-        if (sw.is_identity()) continue;
-        // A pipelined operand's tile is all its slots, where the plan aligned them to the
-        // swizzle's period; slots only 16-byte aligned could straddle a 128-byte window.
-        const SwizzleAlignedSlots *slots = nullptr;
-        bool one_range = true;  // the loops that pipeline it agree on where its slots are
-        for (const SwizzleAlignedSlots &a : aligned_slots) {
-            if (a.func != o.func) continue;
-            one_range = one_range && (!slots || (slots->begin == a.begin && slots->end == a.end));
-            slots = &a;
-        }
-        if (!one_range) slots = nullptr;
-        if (pipelined.count(o.func) && !slots) {
-            debug(1) << "alcop swizzle: " << o.func << " is pipelined into slots not aligned for the swizzle\n";
-            continue;
-        }
-        // The tile: the bytes its producer writes, one constant range in one allocation.
-        std::set<std::string> allocs;
-        bool bounded = true;
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (const auto &a : collect.accesses) {
-            if (a.second.produced != o.func) continue;
-            allocs.insert(a.second.allocation);
-            bounded = bounded && a.second.bounded;
-            lo = std::min(lo, a.second.lo);
-            hi = std::max(hi, a.second.hi);
-        }
-        debug(1) << "alcop swizzle: " << o.func << " rows " << o.row_bytes << " allocations " << allocs.size()
-                 << " bounded " << bounded << " bytes [" << lo << ", " << hi << "]\n";
+    for (auto &[alloc, t] : written) {
+        debug(1) << "alcop swizzle: " << func << " in " << alloc << " bounded " << !unbounded.count(alloc)
+                 << " bytes [" << t.begin << ", " << t.end << ")\n";
+        if (unbounded.count(alloc)) continue;
         if (slots) {
             // Every write lies in the slots, which then are the tile.
-            if (lo < slots->begin || hi >= slots->end) continue;
-            lo = slots->begin;
-            hi = slots->end - 1;
+            if (t.begin < slots->begin || t.end > slots->end) continue;
+            t.begin = slots->begin;
+            t.end = slots->end;
         }
-        if (allocs.size() != 1 || !bounded || lo % 128 != 0 || (hi + 1) % 128 != 0) continue;
+        if (t.begin % 128 != 0 || t.end % 128 != 0) continue;
         // Every other access of the allocation is inside the tile or clear of it.
         bool clean = true;
         for (const auto &a : collect.accesses) {
             const Access &x = a.second;
-            if (x.allocation != *allocs.begin()) continue;
-            const bool ok = x.bounded && ((x.lo >= lo && x.hi <= hi) || x.hi < lo || x.lo > hi);
-            if (!ok) {
-                debug(1) << "alcop swizzle: " << o.func << " crossed by an access, bytes [" << x.lo << ", " << x.hi
+            if (x.allocation != alloc) continue;
+            if (!(x.bounded && ((x.lo >= t.begin && x.hi < t.end) || x.hi < t.begin || x.lo >= t.end))) {
+                debug(1) << "alcop swizzle: " << func << " crossed by an access, bytes [" << x.lo << ", " << x.hi
                          << "] bounded " << x.bounded << "\n";
+                clean = false;
             }
-            clean = clean && ok;
         }
         if (!clean) continue;
-        allocation[o.func] = *allocs.begin();
-        tiles.push_back({o.func, o.row_bytes, lo, hi + 1, sw});
+        t.func = func;
+        t.allocation = alloc;
+        tiles.push_back(t);
+    }
+    return tiles;
+}
+
+/** The bank conflicts of `kernels`' accesses (found on the unswizzled Stmt) were `tiles`
+ * swizzled: each lane's byte address sent through its tile's map. The map moves whole 16-byte
+ * chunks, so an access of up to 16 bytes at its natural alignment stays one access. */
+int conflicts_if_swizzled(const std::vector<KernelBankConflicts> &kernels, const std::vector<SwizzledBuffer> &tiles) {
+    int conflicts = 0;
+    for (const KernelBankConflicts &k : kernels) {
+        for (const SharedAccess &a : k.accesses) {
+            LaneAddresses lanes = a.lanes;
+            for (std::optional<int64_t> &lane : lanes) {
+                for (const SwizzledBuffer &t : tiles) {
+                    if (lane && t.allocation == a.buffer && *lane >= t.begin && *lane < t.end) {
+                        lane = t.swizzle.address(*lane, 1);
+                        break;
+                    }
+                }
+            }
+            conflicts += count_bank_conflicts(lanes, a.access_bytes).conflicts();
+        }
+    }
+    return conflicts;
+}
+
+}  // namespace
+
+Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, const std::set<std::string> &pipelined,
+                      const std::vector<SwizzleAlignedSlots> &aligned_slots, std::vector<SwizzledBuffer> *plan) {
+    // The other buffers the plan gave period-aligned slots: fp32 tiles, read as fragments.
+    std::set<std::string> others;
+    for (const SwizzleAlignedSlots &a : aligned_slots) {
+        others.insert(a.func);
+    }
+    for (const OperandRows &o : operands) {
+        others.erase(o.func);
+    }
+    if (operands.empty() && others.empty()) return s;
+    CollectAccesses collect;
+    s.accept(&collect);
+    std::vector<SwizzledBuffer> tiles;
+
+    // --- Tensor-core operands: the rule their rows give (ldmatrix reads 8 rows at once).
+    std::set<std::string> seen;
+    for (const OperandRows &o : operands) {
+        if (!seen.insert(o.func).second) continue;
+        const Swizzle sw = Swizzle::for_rows(o.row_bytes);
+        if (sw.is_identity()) continue;
+        for (SwizzledBuffer &t : swizzlable_tiles(o.func, collect, pipelined.count(o.func), aligned_slots)) {
+            t.row_bytes = o.row_bytes;
+            t.swizzle = sw;
+            tiles.push_back(t);
+        }
+    }
+
+    // --- fp32 tiles: how far apart the lanes of a fragment read are depends on the schedule
+    // (the thread tile, the vector width, the thread layout), so the window rule is chosen by
+    // what it does to the kernels' real accesses: warp 0's addresses, found once, are sent
+    // through each candidate map and their bank conflicts counted; a buffer keeps its layout
+    // unless a rule strictly helps. (A vector access the rewrite could not prove aligned to
+    // its size would become lanes, which this count does not see; the bank-conflict tests
+    // count the rewritten Stmt.)
+    std::vector<KernelBankConflicts> kernels;
+    int conflicts = 0;
+    for (const std::string &func : others) {
+        std::vector<SwizzledBuffer> candidates = swizzlable_tiles(func, collect, true, aligned_slots);
+        if (candidates.empty()) continue;
+        if (kernels.empty()) {
+            kernels = find_bank_conflicts(s);
+            conflicts = conflicts_if_swizzled(kernels, tiles);
+        }
+        if (conflicts == 0) break;
+        std::vector<SwizzledBuffer> best;
+        for (int bits = 1; bits <= 3; bits++) {
+            std::vector<SwizzledBuffer> trial = tiles;
+            for (SwizzledBuffer &t : candidates) {
+                t.swizzle = Swizzle::for_windows(bits);
+                t.row_bytes = t.swizzle.row_bytes;
+                trial.push_back(t);
+            }
+            const int c = conflicts_if_swizzled(kernels, trial);
+            debug(1) << "alcop swizzle: " << func << " windows flipped on " << bits << " bits: " << c
+                     << " bank conflicts (" << conflicts << " before)\n";
+            if (c < conflicts) {
+                conflicts = c;
+                best = candidates;
+            }
+        }
+        tiles.insert(tiles.end(), best.begin(), best.end());
     }
     if (tiles.empty()) return s;
     if (plan) plan->insert(plan->end(), tiles.begin(), tiles.end());
-    return ApplySwizzle(collect.accesses, tiles, allocation).mutate(s);
+    return ApplySwizzle(collect.accesses, tiles).mutate(s);
 }
 
 }  // namespace alcop

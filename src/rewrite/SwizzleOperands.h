@@ -2,9 +2,12 @@
 #define ALCOP_SWIZZLE_OPERANDS_H
 
 /** \file
- * Swizzles the shared tiles of tensor-core operands (plan/Swizzle.h) so that the ldmatrix
- * rows of one phase, and the copies' writes down a column of the tile, hit 8 distinct 16-byte
- * bank groups.
+ * Swizzles shared tiles (plan/Swizzle.h) so that the lanes of one phase hit distinct 16-byte
+ * bank groups: the tiles of tensor-core operands by their rows (the ldmatrix rows of one
+ * phase, and the copies' writes down a column of the tile), and the other pipelined tiles
+ * whose slots the plan could align at no cost (fp32 tiles read as register fragments) by the
+ * window rule that removes the most bank conflicts from the kernels' real accesses
+ * (analysis/BankConflicts.h), measured by applying each; none if none helps.
  *
  * Runs on the Stmt after rewrite_inner_products. Every Load and Store of the merged shared
  * allocation whose bytes lie in a swizzled tile gets its index through Swizzle::address, the
@@ -35,9 +38,10 @@
 
 namespace alcop {
 
-/** Swizzles the tiles of `operands` (from rewrite_inner_products) in `s`; an operand in
- * `pipelined` only where `aligned_slots` (from inject_pipelines) holds its slots. Appends
- * what it swizzled to `plan` when given. */
+/** Swizzles the tiles of `operands` (from rewrite_inner_products) in `s`, an operand in
+ * `pipelined` only where `aligned_slots` (from inject_pipelines) holds its slots, and the
+ * other buffers of `aligned_slots` where a window rule removes bank conflicts. Appends what
+ * it swizzled to `plan` when given. */
 Halide::Internal::Stmt swizzle_operands(const Halide::Internal::Stmt &s, const std::vector<OperandRows> &operands,
                                         const std::set<std::string> &pipelined,
                                         const std::vector<SwizzleAlignedSlots> &aligned_slots = {},

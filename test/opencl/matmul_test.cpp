@@ -29,6 +29,8 @@
 #include "gemm_s1_b2_r2.h"
 #include "gemm_s2_b1_r2.h"
 #include "gemm_s2_b1_r3.h"
+#include "gemm_t8_s3_r1.h"
+#include "gemm_t8_s3_r2.h"
 #include "bmm_s2_r2.h"
 #include "gemm_s1_r2_slot_off_by_one.h"
 #include "gemm_s2_r2_fragment_before_barrier.h"
@@ -94,6 +96,9 @@ const Variant variants[] = {
     {"gemm_s2_b1_r2", gemm_s2_b1_r2, false},
     {"gemm_s2_b1_r3", gemm_s2_b1_r3, false},
     {"bmm_s2_r2", bmm_s2_r2, true},
+    // 8 x 8 thread tiles: B's slots swizzled by windows.
+    {"gemm_t8_s3_r1", gemm_t8_s3_r1, false},
+    {"gemm_t8_s3_r2", gemm_t8_s3_r2, false},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.

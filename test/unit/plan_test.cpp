@@ -93,6 +93,27 @@ TEST(Plan, SwizzledOperandsGetPeriodAlignedSlots) {
     EXPECT_TRUE(swizzle_aligned_slots(appended).empty());
 }
 
+// Other buffers (fp32 tiles) keep ordinary 16-byte slots, and are marked aligned only where
+// those slots happen to lie on whole periods: the mark never costs a byte.
+TEST(Plan, OtherBuffersOnWholePeriodsAreMarkedAlignedForFree) {
+    // A and B: 128 x 8 floats (4096 bytes) from byte 0; C: 1200 bytes after them.
+    KernelPlan p = plan_kernel(kernel({{{"A", 3, 0, 4096}, {"B", 3, 4096, 8192}, {"C", 2, 8192, 9392}}}));
+    const auto &b = p.loops[0].buffers;
+    EXPECT_TRUE(b[0].swizzled);
+    EXPECT_TRUE(b[1].swizzled);
+    EXPECT_FALSE(b[2].swizzled);  // 1200 bytes: its slots are not whole periods
+    EXPECT_EQ(b[1].base, 3 * 4096);
+    EXPECT_EQ(b[2].slot_bytes, 1200);
+    EXPECT_EQ(p.slot_bytes, 6 * 4096 + 2 * 1200);
+    EXPECT_EQ(swizzle_aligned_slots(p).size(), 2u);
+
+    // After C's 1200-byte slots, A's would need padding to reach a period: not marked.
+    KernelPlan q = plan_kernel(kernel({{{"C", 2, 0, 1200}, {"A", 3, 1200, 5296}}}));
+    EXPECT_FALSE(q.loops[0].buffers[1].swizzled);
+    EXPECT_EQ(q.loops[0].buffers[1].base, 2 * 1200);
+    EXPECT_TRUE(swizzle_aligned_slots(q).empty());
+}
+
 TEST(Plan, AppendsAfterOldDataWhenOtherBuffersShareTheAllocation) {
     KernelPlan p = plan_kernel(kernel({{{"A", 2, 0, 512}}}, true));
     EXPECT_EQ(p.anchor, Anchor::AfterOldData);
