@@ -64,6 +64,41 @@ model::Problem tensor_core_problem(const Contraction &c) {
     return p;
 }
 
+/** `bytes` as the model's reasons write them: "48 KiB", "1.5 KiB". */
+std::string kib(int64_t bytes) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(bytes % 1024 ? 1 : 0) << bytes / 1024.0 << " KiB";
+    return os.str();
+}
+
+/** Why none of `search`'s candidates is one to apply to `c` (choose() found none): how many
+ * broke each limit of `options` on `gpu`, and the least shared memory and registers any
+ * candidate of the space needs, the two limits a user can compare with. */
+std::string why_none_fits(const Contraction &c, const model::SearchResult &search, const model::GpuSpec &gpu,
+                          const model::SearchOptions &options) {
+    const model::RuntimeLimits limits = options.model.limits;
+    int64_t least_smem = -1;
+    int least_registers = -1;
+    for (model::Schedule s : model::enumerate_schedules(options.space)) {
+        s.smem_stages = s.reg_stages = 1;  // the stages only add to both
+        const int registers = model::estimate_registers(s, gpu);
+        if (least_smem < 0 || s.smem_bytes() < least_smem) least_smem = s.smem_bytes();
+        if (least_registers < 0 || registers < least_registers) least_registers = registers;
+    }
+    std::ostringstream os;
+    os << "none of the " << search.enumerated << (options.space.tensor_cores ? " tensor-core" : "") << " candidates "
+       << (search.feasible ? "both fits" : "fits") << " the modelled " << gpu.name << " under the "
+       << model::to_string(limits) << " limits (" << kib(model::smem_limit_bytes(gpu, limits))
+       << " of shared memory per block, " << model::register_limit(gpu, limits) << " registers per thread)"
+       << (search.feasible ? " and can be laid out over the dimensions of " + c.output.name() : std::string()) << ": "
+       << search.rejected_smem << " need more shared memory, " << search.rejected_registers << " more registers, "
+       << search.rejected_other << " more threads or block slots";
+    if (search.feasible > 0) os << ", and the " << search.feasible << " that fit cannot be laid out";
+    os << " (the least any needs: " << kib(least_smem) << " of shared memory, about " << least_registers
+       << " registers per thread)";
+    return os.str();
+}
+
 /** The one-paragraph summary printed on every call. */
 std::string summary(const Contraction &c, const Result &r, const model::SearchOptions &search, const Choice &choice) {
     const Mapping &m = choice.chosen();
@@ -155,6 +190,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     // --- Tensor cores for 16-bit operands where they apply; the FP32 SIMT schedule (on the
     // converted operands) with a warning where not.
     model::SearchOptions search_options = settings.search;
+    const model::Problem simt_problem = c->problem;
     std::vector<std::string> warnings;
     if (c->problem.element != model::Element::F32) {
         std::string why_not;
@@ -169,11 +205,31 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
                                "); applying the FP32 SIMT schedule to the converted operands");
         }
     }
-    r.contraction = c;
 
     // --- Search: every candidate ranked by the model, then the one to apply.
     r.search = model::search(c->problem, *r.gpu, search_options);
-    const Choice choice = choose(*c, r.search, settings.candidate, r.gpu->name);
+    Choice choice = choose(*c, r.search, settings.candidate);
+    std::string tensor_cores_rejected;
+    if (!choice.any() && r.tensor_cores) {
+        // No tensor-core candidate fits the limits (the smallest warp tile needs more registers
+        // than the SIMT thread tiles, its swizzled slots more shared memory): the FP32 SIMT
+        // search, as where tensor cores do not apply. Its model counts the staged 16-bit tiles
+        // at 4 bytes an element, so what it finds fits.
+        r.tensor_cores = false;
+        r.tensor_cores_why_not = tensor_cores_rejected = why_none_fits(*c, r.search, *r.gpu, search_options);
+        warnings.push_back("no tensor-core schedule of " + c->output.name() + " fits (" + tensor_cores_rejected +
+                           "); applying the FP32 SIMT schedule to its converted " +
+                           model::to_string(c->problem.element) + " operands");
+        c->problem = simt_problem;
+        search_options = settings.search;
+        r.search = model::search(c->problem, *r.gpu, search_options);
+        choice = choose(*c, r.search, settings.candidate);
+    }
+    user_assert(choice.any()) << "Alcop autoscheduler: no schedule of " << c->output.name()
+                              << " fits: " << why_none_fits(*c, r.search, *r.gpu, search_options)
+                              << (tensor_cores_rejected.empty() ? "" : "; before those, " + tensor_cores_rejected)
+                              << ". The contraction: " << c->describe() << ".\n";
+    r.contraction = c;
     r.applicable = choice.exact;
     const Mapping &m = choice.chosen();
     r.chosen = model::predict(c->problem, m.s, *r.gpu, settings.search.model);

@@ -52,7 +52,11 @@
  * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
  * mma.sync warp layout through alcop::schedule_tensor_core_tile, the operands are staged and
  * pipelined as above (no register stages yet), and alcop::tensor_cores(f) asks for mma.sync.
- * Elsewhere it gets the schedule above, on the converted operands, and a warning says why. A
+ * Elsewhere it gets the schedule above, on the converted operands, and a warning says why; so
+ * does a contraction where tensor cores apply but none of their candidates fits the model's
+ * limits (shared memory, registers: the warning names the output and counts the candidates
+ * each limit rejected), the SIMT candidates being searched instead. Where no SIMT candidate
+ * fits either, a user error names the output and the limits. A
  * runtime K stays off tensor cores: mma.sync consumes a chunk in whole 16-wide k steps, while
  * the guarded last chunk above is a step loop of min(K - k, KT) trips with a guard on every
  * update; running it on mma.sync would need its tail zero-filled and the guard dropped, which
@@ -116,14 +120,15 @@ struct Result {
     std::string schedule_source;
     /** The contraction has fp16/bf16 operands and gets the tensor-core schedule; where it has
      * them and does not, why not (the target below sm_80 or not CUDA, a K that is not a
-     * constant multiple of 16, a layout ldmatrix cannot read): it then gets the FP32 SIMT
-     * schedule, with a warning. */
+     * constant multiple of 16, a layout ldmatrix cannot read, or no tensor-core candidate
+     * within the model's limits): it then gets the FP32 SIMT schedule, with a warning. */
     bool tensor_cores = false;
     std::string tensor_cores_why_not;
 };
 
 /** Schedule `p` for `target` as described above and return what was done. Throws
- * Halide::CompileError (user_error) for a non-GPU target. */
+ * Halide::CompileError (user_error) for a non-GPU target, and where no candidate fits the
+ * model's limits. */
 Result autoschedule(const Halide::Pipeline &p, const Halide::Target &target, const Options &options);
 
 }  // namespace autoscheduler

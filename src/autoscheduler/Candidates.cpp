@@ -90,7 +90,7 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     return m;
 }
 
-Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate, const std::string &gpu_name) {
+Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate) {
     std::vector<Mapping> exact, k_only, other;  // each in the model's order
     for (const model::Prediction &pr : search.ranked) {
         std::optional<Mapping> mp = map_candidate(c, pr.schedule);
@@ -102,9 +102,7 @@ Choice choose(const Contraction &c, const model::SearchResult &search, size_t ca
     choice.preferred = exact;
     choice.preferred.insert(choice.preferred.end(), k_only.begin(), k_only.end());
     choice.preferred.insert(choice.preferred.end(), other.begin(), other.end());
-    user_assert(!choice.preferred.empty()) << "Alcop autoscheduler: no candidate schedule of the search space fits "
-                                           << gpu_name << " for " << c.describe() << ".\n";
-    choice.rank = std::min(candidate, choice.preferred.size() - 1);
+    choice.rank = choice.preferred.empty() ? 0 : std::min(candidate, choice.preferred.size() - 1);
     return choice;
 }
 

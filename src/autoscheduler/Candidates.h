@@ -53,14 +53,20 @@ struct Choice {
     std::vector<Mapping> preferred;
     size_t exact = 0;  ///< how many (the first) tile the estimates exactly
     size_t rank = 0;   ///< the one applied
+    /** Whether there is one to apply at all: the search found a feasible candidate the schedule
+     * can express. */
+    bool any() const {
+        return !preferred.empty();
+    }
     const Mapping &chosen() const {
         return preferred[rank];
     }
 };
 
 /** The choice among `search`'s candidates for `c`, the `candidate`-th in the order of
- * preference (clamped to the last). A user error if none is expressible. */
-Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate, const std::string &gpu_name);
+ * preference (clamped to the last). Empty (!any()) if none is expressible: the caller falls
+ * back or says why (AlcopAutoscheduler.cpp). */
+Choice choose(const Contraction &c, const model::SearchResult &search, size_t candidate);
 
 /** Why the model's best-ranked candidate is not the one applied, as a clause for the summary
  * ("; best-ranked ... predicts ... us but ..."), or "" when it is. */

@@ -3,8 +3,10 @@
 // conv2d: the search ranks >= 1000 candidates and prints its time, the schedule source
 // pipelines the staged tiles (stages > 1) and enables the pass, and the scheduled pipeline
 // lowers for OpenCL and for CUDA sm_80, whose PTX ptxas assembles (when found). Also: the
-// fallbacks (an unrecognized pipeline, a K no k tile divides, a non-GPU target) and, for
-// comparison, Halide 14's Li2018 autoscheduler on the same GEMM. No device is needed.
+// fallbacks (an unrecognized pipeline, a K no k tile divides, a non-GPU target; for fp16 / bf16
+// the SIMT schedule where tensor cores do not apply or none of their candidates fits a tight
+// model GPU, autoschedule() called in-process for that one) and, for comparison, Halide 14's
+// Li2018 autoscheduler on the same GEMM. No device is needed.
 
 #include "Halide.h"
 
@@ -14,6 +16,7 @@
 
 #include "alcop/Autoscheduler.h"
 
+#include "autoscheduler/AlcopAutoscheduler.h"
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
 
@@ -914,6 +917,158 @@ TEST(TensorCoreFallback, AKTheInstructionCannotStepGetsTheSimtSchedule) {
     EXPECT_NE(s.log.find("bf16 operands get no tensor cores"), std::string::npos) << s.log;
     EXPECT_NE(s.log.find("not a compile-time constant multiple of 16"), std::string::npos) << s.log;
     EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
+}
+
+/** `text` matched literally in a std::regex ("out$3": Halide makes names unique in a process). */
+std::string regex_escaped(const std::string &text) {
+    return std::regex_replace(text, std::regex("[.^$|()\\[\\]{}*+?\\\\]"), "\\$&");
+}
+
+/** The A100 as the model describes it, with `registers` per thread and `smem` bytes of shared
+ * memory per block at most (Halide's runtime defaults cap them at 64 and 48 KiB): a part, or a
+ * runtime, tighter than any the model lists, under which no tensor-core tile fits. */
+alcop::model::GpuSpec tight_a100(int registers, int64_t smem) {
+    alcop::model::GpuSpec gpu = *alcop::model::find_gpu("A100");
+    gpu.name = "A100-tight";
+    gpu.max_registers_per_thread = registers;
+    gpu.smem_per_block_default = smem;
+    return gpu;
+}
+
+/** autoschedule() in-process (the plugin takes no GpuSpec of a test's own), its warnings
+ * (Halide's user_warning, on stderr) in *warnings and its summary in *log. */
+alcop::autoscheduler::Result autoschedule_on(Built &b, const Target &t, const alcop::model::GpuSpec &gpu,
+                                             std::string *warnings, std::string *log) {
+    alcop::autoscheduler::Options options;
+    options.gpu = &gpu;
+    std::ostringstream summary;
+    options.log = &summary;
+    testing::internal::CaptureStderr();
+    alcop::autoscheduler::Result r;
+    try {
+        r = alcop::autoscheduler::autoschedule(b.pipeline, t, options);
+    } catch (...) {
+        *warnings = testing::internal::GetCapturedStderr();
+        throw;
+    }
+    *warnings = testing::internal::GetCapturedStderr();
+    *log = summary.str();
+    std::cout << *warnings << *log << r.schedule_source;
+    return r;
+}
+
+TEST(TensorCoreFallback, NoTensorCoreCandidateWithinTheLimitsGetsTheSimtSchedule) {
+    // Tensor cores apply (sm_80, K a constant multiple of 16, the GEMM's layout), but under 48
+    // registers a thread the smallest warp tile (about 56) spills, and in 1.5 KiB of shared
+    // memory a block the smallest tiles' swizzled slots (2 KiB a stage) do not fit: the plugin
+    // searches the SIMT candidates instead and says which limit rejected the tensor-core ones.
+    struct Tight {
+        const char *name;
+        int registers;
+        int64_t smem;
+        const char *smem_said;  ///< as the warning writes it
+    };
+    const Target t("host-cuda-cuda_capability_80");
+    for (const Tight &tight :
+         {Tight{"registers", 48, 48 * 1024, "48 KiB"}, Tight{"shared memory", 64, 1536, "1.5 KiB"}}) {
+        SCOPED_TRACE(tight.name);
+        const alcop::model::GpuSpec gpu = tight_a100(tight.registers, tight.smem);
+        Built b = gemm16(Float(16), 512, 512, 512);
+        const std::string out = b.pipeline.outputs()[0].name();  // "out", made unique in the process
+        std::string warnings, log;
+        const alcop::autoscheduler::Result r = autoschedule_on(b, t, gpu, &warnings, &log);
+
+        // The warning: the output, the GPU and its limits, and the counts of rejected candidates.
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(
+            warnings, m,
+            std::regex(
+                "Alcop autoscheduler: no tensor-core schedule of " + regex_escaped(out) +
+                " fits \\(none of the (\\d+) tensor-core "
+                "candidates fits the modelled A100-tight under the Halide runtime default limits \\(([^)]*)\\): "
+                "(\\d+) need more shared memory, (\\d+) more registers, (\\d+) more threads or block slots "
+                "\\(the least any needs: ([0-9.]+) KiB of shared memory, about (\\d+) registers per thread\\)\\); "
+                "applying the FP32 SIMT schedule to its converted f16 operands")))
+            << warnings;
+        const int candidates = std::stoi(m[1]), smem = std::stoi(m[3]), regs = std::stoi(m[4]), other = std::stoi(m[5]);
+        EXPECT_EQ(m[2].str(), std::string(tight.smem_said) + " of shared memory per block, " +
+                                  std::to_string(tight.registers) + " registers per thread");
+        EXPECT_EQ(smem + regs + other, candidates) << "every tensor-core candidate rejected";
+        const double least_bytes = std::stod(m[6]) * 1024;
+        const int least_registers = std::stoi(m[7]);
+        if (tight.registers < alcop::model::kHalideRuntimeRegisterCap) {
+            EXPECT_GT(least_registers, tight.registers);
+            EXPECT_GT(regs, 0);
+        } else {
+            EXPECT_GT(least_bytes, tight.smem);
+            EXPECT_EQ(smem, candidates);  // the first limit each broke
+        }
+        EXPECT_FALSE(r.tensor_cores);
+        EXPECT_NE(r.tensor_cores_why_not.find("none of the"), std::string::npos) << r.tensor_cores_why_not;
+
+        // The SIMT schedule, within the tight limits, pipelined: a thread tile, no warp layout.
+        std::smatch chosen;
+        ASSERT_TRUE(
+            std::regex_search(log, chosen, std::regex("chosen: (\\d+)x(\\d+)x(\\d+) t(\\d+)x(\\d+) S(\\d+) R(\\d+)")))
+            << log;
+        EXPECT_FALSE(r.chosen.schedule.tensor_cores);
+        EXPECT_TRUE(r.chosen.feasible);
+        EXPECT_LE(r.chosen.regs_estimated, tight.registers);
+        EXPECT_LE(r.chosen.smem_per_block, tight.smem);
+        EXPECT_NE(r.schedule_source.find("// Note: no tensor-core schedule of " + out + " fits"), std::string::npos)
+            << r.schedule_source;
+        EXPECT_EQ(r.schedule_source.find("tensor_core"), std::string::npos) << r.schedule_source;
+        EXPECT_EQ(pipeline_stages(r.schedule_source).size(), 2u) << r.schedule_source;
+
+        // The kernel: FP32 FMAs on halves converted after the loads, no mma.sync, no ldmatrix.
+        const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "tc_fallback_limits", t));
+        ASSERT_FALSE(ptx.empty());
+        EXPECT_EQ(kernel_source::count(ptx, "mma"), 0);
+        EXPECT_EQ(kernel_source::count(ptx, "ldmatrix"), 0);
+        EXPECT_GT(kernel_source::count(ptx, "fma.rn.f32"), 0);
+        EXPECT_GT(kernel_source::count(ptx, "cvt.f32.f16"), 0);
+        EXPECT_EQ(kernel_source::count(ptx, "alcop_"), 0) << "a marker survived";
+        int status = 0;
+        const std::string ptxas = ptxas_for(ptx, "sm_80", "tc_fallback_limits", &status);
+        if (status >= 0) {
+            // Every kernel within the tight cap, as the model's estimate of the chosen tile said.
+            EXPECT_EQ(status, 0) << ptxas;
+            std::cout << "[ptxas sm_80] " << tight.name << ":\n" << ptxas;
+            std::regex used("Used (\\d+) registers");
+            int kernels = 0;
+            for (auto it = std::sregex_iterator(ptxas.begin(), ptxas.end(), used); it != std::sregex_iterator(); ++it) {
+                EXPECT_LE(std::stoi((*it)[1]), tight.registers) << ptxas;
+                kernels++;
+            }
+            EXPECT_GT(kernels, 0) << ptxas;
+            EXPECT_EQ(kernel_source::count(ptxas, "bytes stack frame"),
+                      kernel_source::count(ptxas, "0 bytes stack frame"))
+                << ptxas;
+        }
+    }
+}
+
+TEST(TensorCoreFallback, NoCandidateAtAllIsAnErrorNamingTheOutput) {
+    // Under 24 registers a thread neither a warp tile (about 56) nor the smallest SIMT thread
+    // tile (about 30) fits.
+    const alcop::model::GpuSpec gpu = tight_a100(24, 48 * 1024);
+    Built b = gemm16(BFloat(16), 256, 256, 256);
+    const std::string out = b.pipeline.outputs()[0].name();
+    std::string warnings, log;
+    try {
+        autoschedule_on(b, Target("host-cuda-cuda_capability_80"), gpu, &warnings, &log);
+        FAIL() << "expected an error";
+    } catch (const CompileError &e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("Alcop autoscheduler: no schedule of " + out + " fits: none of the"), std::string::npos)
+            << what;
+        EXPECT_NE(what.find(" candidates fits the modelled A100-tight under the Halide runtime default limits (48 KiB "
+                            "of shared memory per block, 24 registers per thread)"),
+                  std::string::npos)
+            << what;
+        EXPECT_NE(what.find("; before those, none of the"), std::string::npos) << what;
+        EXPECT_NE(what.find(" tensor-core candidates fits"), std::string::npos) << what;
+    }
 }
 
 }  // namespace

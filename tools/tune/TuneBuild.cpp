@@ -89,7 +89,7 @@ std::vector<std::pair<model::Schedule, double>> ranking(const Problem &p, const 
     }
     std::map<std::string, double> predicted;
     for (const model::Prediction &pr : r.search.ranked) predicted[pr.schedule.to_string()] = pr.total_us;
-    const autoscheduler::Choice choice = autoscheduler::choose(*r.contraction, r.search, 0, r.gpu->name);
+    const autoscheduler::Choice choice = autoscheduler::choose(*r.contraction, r.search, 0);
     std::vector<std::pair<model::Schedule, double>> ranked;
     for (const autoscheduler::Mapping &m : choice.preferred) ranked.emplace_back(m.s, predicted[m.s.to_string()]);
     return ranked;
