@@ -13,7 +13,9 @@
 // The CUDA build adds fp16 and bf16 rows (GEMM 2048^3 and 4096^3, the batched matmuls and
 // convolutions): the generators' tensor-core schedule (type=f16|bf16, default tiles) at stages 1
 // ("TC s1") and pipelined with the same tiles ("TC s3"; GEMM also "TC s4", 64 KB of shared
-// memory through the opt-in), fp32 accumulation and output, against
+// memory through the opt-in) and the plainly written contraction scheduled by the Alcop
+// autoscheduler on tensor cores ("ALCOP auto", at the large shapes its builds are estimated at:
+// GEMM 2048^3, the first batched matmul, both convolutions), fp32 accumulation and output, against
 // cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx: fp16/bf16 in, fp32 compute and out) and
 // cuDNN (fp16/bf16 in and out, fp32 compute, tensor-op math). Their operands are multiples of
 // 1/256 in [-1, 1], exact in fp16 and bf16, so that the reference sees what the kernels see.
@@ -44,6 +46,10 @@
 #include "bmm_cuda_s3.h"
 #include "conv_cuda_auto.h"
 #include "conv_cuda_auto_14.h"
+#include "conv_cuda_auto_14_bf16.h"
+#include "conv_cuda_auto_14_f16.h"
+#include "conv_cuda_auto_bf16.h"
+#include "conv_cuda_auto_f16.h"
 #include "conv_cuda_li2018.h"
 #include "conv_cuda_s1.h"
 #include "conv_cuda_s3.h"
@@ -186,8 +192,10 @@ struct Operands {
     Buffer<float> a, b, out;
     Buffer<> a_narrow, b_narrow;  // fp16 / bf16 problems: a and b as the pipelines take them
     // conv only: the input zero-padded and the (co, x, y, n) output of the autoscheduled
-    // as_conv2d, a valid convolution (the input is padded once, outside the timed runs).
+    // as_conv2d, a valid convolution (the input is padded once, outside the timed runs); for
+    // fp16 / bf16 problems also the padded input as the pipelines take it.
     Buffer<float> a_padded, out_4d;
+    Buffer<> a_padded_narrow;
     std::function<double(int, int, int, double *)> reference;  // (x, y, z) -> value, |terms|
     int nx, ny, nz;
 };
@@ -253,6 +261,7 @@ Operands make_operands(const Problem &p, std::mt19937 &rng) {
     if (p.element != Element::F32) {
         o.a_narrow = narrowed(o.a, p.element);
         o.b_narrow = narrowed(o.b, p.element);
+        if (p.conv_kh) o.a_padded_narrow = narrowed(o.a_padded, p.element);
     }
     return o;
 }
@@ -324,6 +333,17 @@ Variant halide_variant(const char *name, int stages, Fn fn, In *a, In *b, Buffer
         return out->data();
     };
     return v;
+}
+
+/** A build of the plain contractions (generators/PlainContractionGenerators.cpp: autoscheduled,
+ * by the Alcop plugin or Li2018) on the problem's operands: their conv2d is a valid convolution,
+ * so it takes the padded input and writes the (co, x, y, n) output. */
+Variant plain_variant(const char *name, Fn fn, const Problem &p, Operands &o) {
+    if (p.element != Element::F32) {
+        return halide_variant(name, 0, fn, p.conv_kh ? &o.a_padded_narrow : &o.a_narrow, &o.b_narrow,
+                              p.conv_kh ? &o.out_4d : &o.out);
+    }
+    return halide_variant(name, 0, fn, p.conv_kh ? &o.a_padded : &o.a, &o.b, p.conv_kh ? &o.out_4d : &o.out);
 }
 
 double median_ms(const Variant &v, int runs) {
@@ -631,6 +651,36 @@ std::pair<Fn, Fn> tensor_core_variants(const Problem &p) {
     return bf16 ? std::pair<Fn, Fn>{tc_gemm_cuda_bf16_s1, tc_gemm_cuda_bf16_s3} :
                   std::pair<Fn, Fn>{tc_gemm_cuda_f16_s1, tc_gemm_cuda_f16_s3};
 }
+
+/** The plugin's tensor-core build of an fp16 / bf16 problem and the time it predicted, at the
+ * shapes the builds are estimated at (a 16-bit K, and conv2d's CI, is fixed at its estimate:
+ * apps/bench/CMakeLists.txt); {nullptr, NAN} at the others. */
+std::pair<Fn, double> tensor_core_autoscheduled(const Problem &p) {
+    const bool bf16 = p.element == Element::BF16;
+    const auto pick = [bf16](Fn f16, double f16_us, Fn b16, double b16_us) {
+        return bf16 ? std::pair<Fn, double>{b16, b16_us} : std::pair<Fn, double>{f16, f16_us};
+    };
+    if (!p.tuned) return {nullptr, NAN};
+    if (p.conv_kh) {
+        if (p.conv_h == 56 && p.conv_ci == 64) {
+            return pick(conv_cuda_auto_f16, conv_cuda_auto_f16_predicted_us, conv_cuda_auto_bf16,
+                        conv_cuda_auto_bf16_predicted_us);
+        }
+        if (p.conv_h == 14 && p.conv_ci == 256) {
+            return pick(conv_cuda_auto_14_f16, conv_cuda_auto_14_f16_predicted_us, conv_cuda_auto_14_bf16,
+                        conv_cuda_auto_14_bf16_predicted_us);
+        }
+    } else if (p.batch > 1) {
+        if (p.k == 64 && p.n == 512) {
+            return pick(bmm_cuda_auto_f16, bmm_cuda_auto_f16_predicted_us, bmm_cuda_auto_bf16,
+                        bmm_cuda_auto_bf16_predicted_us);
+        }
+    } else if (p.m == 2048 && p.n == 2048 && p.k == 2048) {
+        return pick(gemm_cuda_auto_f16, gemm_cuda_auto_f16_predicted_us, gemm_cuda_auto_bf16,
+                    gemm_cuda_auto_bf16_predicted_us);
+    }
+    return {nullptr, NAN};
+}
 #endif
 
 }  // namespace
@@ -789,8 +839,7 @@ int main(int argc, char **argv) {
             const bool second = p.tuned && (p.conv_kh ? p.conv_ci != 64 : p.batch > 1 && p.k != 64);
             if (second) autoscheduled = p.conv_kh ? conv_cuda_auto_14 : bmm_cuda_auto_pv;
 #endif
-            variants.push_back(halide_variant("ALCOP auto", 0, autoscheduled, p.conv_kh ? &o.a_padded : &o.a, &o.b,
-                                              p.conv_kh ? &o.out_4d : &o.out));
+            variants.push_back(plain_variant("ALCOP auto", autoscheduled, p, o));
 #ifdef ALCOP_BENCH_CUDA
             // The plugin's prediction holds at the shape each build was estimated at.
             if (p.tuned) {
@@ -809,34 +858,27 @@ int main(int argc, char **argv) {
                     const alcop::model::Schedule s = chosen_schedule(p.conv_kh   ? conv_cuda_auto_14_chosen :
                                                                      p.batch > 1 ? bmm_cuda_auto_pv_chosen :
                                                                                    gemm_cuda_auto_k2047_chosen);
-                    variants.push_back(halide_variant("auto (off)", 0, off, p.conv_kh ? &o.a_padded : &o.a, &o.b,
-                                                      p.conv_kh ? &o.out_4d : &o.out));
+                    variants.push_back(plain_variant("auto (off)", off, p, o));
                     variants.back().predicted_us = predicted_us(p, s);
                 }
             }
 #endif
         }
 #ifdef ALCOP_BENCH_CUDA
-        if (!faults && p.element != Element::F32 && !p.conv_kh && p.tuned &&
-            (p.batch > 1 ? p.k == 64 && p.n == 512 : p.m == 2048 && p.n == 2048 && p.k == 2048)) {
-            // The plugin's tensor-core schedule, built for this shape (a 16-bit K is fixed at
-            // its estimate, so only there).
-            const bool bf16 = p.element == Element::BF16, bmm = p.batch > 1;
-            const Fn fn = bmm ? (bf16 ? bmm_cuda_auto_bf16 : bmm_cuda_auto_f16) :
-                                (bf16 ? gemm_cuda_auto_bf16 : gemm_cuda_auto_f16);
-            variants.push_back(halide_variant("ALCOP auto", 0, fn, &o.a_narrow, &o.b_narrow, &o.out));
-            variants.back().modelled = false;
-            variants.back().predicted_us =
-                bmm ? (bf16 ? bmm_cuda_auto_bf16_predicted_us : bmm_cuda_auto_f16_predicted_us) :
-                      (bf16 ? gemm_cuda_auto_bf16_predicted_us : gemm_cuda_auto_f16_predicted_us);
+        if (!faults && p.element != Element::F32) {
+            // The plugin's tensor-core schedule, where it has a build for this shape.
+            if (const auto [fn, predicted] = tensor_core_autoscheduled(p); fn) {
+                variants.push_back(plain_variant("ALCOP auto", fn, p, o));
+                variants.back().modelled = false;
+                variants.back().predicted_us = predicted;
+            }
         }
 #endif
         if (!faults && p.element == Element::F32) {
             // Halide 14's own GPU autoscheduler on the same plainly written contraction.
             // Its tiles shift inwards at the edges, so outputs narrower than a tile fail its
             // bounds check (the tiny conv2d): that row is then reported, not counted.
-            variants.push_back(halide_variant("Li2018", 0, li2018, p.conv_kh ? &o.a_padded : &o.a, &o.b,
-                                              p.conv_kh ? &o.out_4d : &o.out));
+            variants.push_back(plain_variant("Li2018", li2018, p, o));
             variants.back().ours = false;
         }
 #ifdef ALCOP_BENCH_CUDA

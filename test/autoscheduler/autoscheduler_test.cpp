@@ -651,6 +651,9 @@ const TensorCoreCase tensor_core_cases[] = {
     {"gemm_bf16", [] { return gemm16(BFloat(16), 1024, 512, 512); }, mma_bf16},
     {"bmm_f16", [] { return bmm16(Float(16), 8, 256, 256, 256); }, mma_f16},
     {"conv2d_f16", [] { return conv2d16(Float(16), 2, 16, 32, 64, 64); }, mma_f16},
+    // The CUDA benchmark's two convolutions (apps/bench/CMakeLists.txt builds each in both types).
+    {"conv2d_f16_bench_56", [] { return conv2d16(Float(16), 8, 56, 56, 64, 64); }, mma_f16},
+    {"conv2d_bf16_bench_14", [] { return conv2d16(BFloat(16), 8, 14, 14, 256, 256); }, mma_bf16},
 };
 
 class TensorCoreContraction : public ::testing::TestWithParam<TensorCoreCase> {};
