@@ -182,6 +182,26 @@ struct Copies {
     int threads_x = 0;
 };
 
+/** The handles of a contraction's Funcs, declared in one order for both schedules (the
+ * handles' ids and the printed schedule's declarations follow it): the output, the reduction
+ * f, then the operands. */
+struct ContractionFuncs {
+    FuncRef out, f, a, b;
+
+    FuncRef operand(const Contraction &c, const Operand &o) const {
+        return &o == &c.a ? a : b;
+    }
+};
+
+ContractionFuncs pipeline_funcs(Schedule &schedule, const Contraction &c) {
+    ContractionFuncs funcs;
+    funcs.out = schedule.pipeline_func(c.output);
+    funcs.f = schedule.pipeline_func(c.reduction);
+    funcs.a = schedule.pipeline_func(c.a.func);
+    funcs.b = schedule.pipeline_func(c.b.func);
+    return funcs;
+}
+
 /** Stages `operand` (`func`, read by f) per chunk in GPU shared memory through a wrapper copied
  * by all threads of the block, specialized as `copies` says, and pipelines it with the
  * candidate's shared stages. Returns the wrapper. */
@@ -252,10 +272,8 @@ void split_off_reduction(Schedule &schedule, const Contraction &c) {
 
 Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                               std::vector<std::string> &warnings) {
-    const FuncRef out = schedule.pipeline_func(c.output);
-    const FuncRef f = schedule.pipeline_func(c.reduction);
-    const FuncRef fa = schedule.pipeline_func(c.a.func);
-    const FuncRef fb = schedule.pipeline_func(c.b.func);
+    const ContractionFuncs funcs = pipeline_funcs(schedule, c);
+    const FuncRef out = funcs.out, f = funcs.f;
     const model::Schedule &s = m.s;
     const int threads_x = s.bn / s.tn;
     const std::vector<int> md = c.m_dims();
@@ -389,7 +407,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         schedule.stage(out, reading_stage ? 0 : -1, copy_cond).done();
     }
     for (const Operand *o : {&c.a, &c.b}) {
-        const FuncRef w = stage_operand(schedule, c, *o, o == &c.a ? fa : fb, f, m, copies, warnings);
+        const FuncRef w = stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
         const bool transposed = o == &c.a && transposes_a(c, m);
 
         if (uses_fragments(c, m)) {
@@ -420,10 +438,8 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
 
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings) {
-    const FuncRef out = schedule.pipeline_func(c.output);
-    const FuncRef f = schedule.pipeline_func(c.reduction);
-    const FuncRef fa = schedule.pipeline_func(c.a.func);
-    const FuncRef fb = schedule.pipeline_func(c.b.func);
+    const ContractionFuncs funcs = pipeline_funcs(schedule, c);
+    const FuncRef out = funcs.out, f = funcs.f;
     const model::Schedule &s = m.s;
     const std::vector<int> md = c.m_dims();
     const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
@@ -495,7 +511,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
         {Condition::Term::Kind::OutputExtentDivides, out, m_dim.output_dim, (int64_t)s.bm});
     schedule.stage(out, reading_stage ? 0 : -1, copies.condition).done();
     for (const Operand *o : {&c.a, &c.b}) {
-        stage_operand(schedule, c, *o, o == &c.a ? fa : fb, f, m, copies, warnings);
+        stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
     }
     schedule.tensor_cores(f, s.tm, s.tn);
     // The mma fragments in R register slots: ldmatrix R - 1 k steps ahead, across chunks
