@@ -45,14 +45,14 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
 }
 
 /** Schedules one staged copy: all threads of the block (threads_x x threads_y), each copying
- * whole vectors along the innermost dimension when `vectorize`. */
-void schedule_copy(Chain &s, const std::vector<Dim> &args, bool vectorize, int threads_x, int threads,
+ * whole vectors of `vector_width` elements along the innermost dimension (1: scalars). */
+void schedule_copy(Chain &s, const std::vector<Dim> &args, int vector_width, int threads_x, int threads,
                    bool unroll = true) {
     std::vector<Dim> dims = args;
-    if (vectorize) {
+    if (vector_width > 1) {
         Dim o{args[0].name + "_o"}, v{args[0].name + "_v"};
         // RoundUp: the tile's extent is a multiple of the vector here, so nothing is added.
-        s.split(args[0], o, v, copy_vector_width, TailStrategy::RoundUp).vectorize(v);
+        s.split(args[0], o, v, vector_width, TailStrategy::RoundUp).vectorize(v);
         dims[0] = o;
     }
     Dim t = dims[0];
@@ -230,20 +230,20 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         if (extents[d] > 0) schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
     }
     if (copies.direct) {
-        // 16-bit operands: one element per copy, until the copy lowering turns 16-byte vectors
-        // of halves into cp.async (tensor_core_gemm_ptx_test, DISABLED_CpAsyncCopiesOfHalves).
-        const bool vectorize = !transposed && c.problem.element == model::Element::F32 && extents[0] > 0 &&
-                               extents[0] % copy_vector_width == 0;
+        // 16-byte vectors (8 halves or 4 floats), where the tile's rows hold whole ones: the copy
+        // lowering makes each one cp.async where the operand's promises prove its global address
+        // aligned (the plain generators' aligned=true); a 2-byte copy has no cp.async at all.
+        const int width = 16 / model::element_bytes(c.problem.element);
+        const int vector_width = !transposed && extents[0] > 0 && extents[0] % width == 0 ? width : 1;
         Chain fast = schedule.stage(w, -1, copies.condition);
-        // The rounds of a tensor-core tile's copies (one half each) stay a loop: unrolled, their
-        // addresses held registers past the model's estimate (ptxas gave the 128x128x16 w32x64
-        // S3 GEMM 158 registers, 127 rolled; the user's schedule of docs/tensor-cores.md, whose
-        // copies are a loop too, 125; the estimate 126).
-        schedule_copy(fast, copy_order, vectorize, copies.threads_x, s.threads(), !s.tensor_cores);
+        // The rounds of a tensor-core tile's copies stay a loop: unrolled, their addresses held
+        // registers past the model's estimate (with 2-byte copies ptxas gave the 128x128x16
+        // w32x64 S3 GEMM 158 registers unrolled, 127 rolled, for an estimate of 126).
+        schedule_copy(fast, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
     }
     if (copies.generic || copies.condition.defined()) {
         Chain generic = schedule.stage(w);
-        schedule_copy(generic, copy_order, false, copies.threads_x, s.threads(), !s.tensor_cores);
+        schedule_copy(generic, copy_order, 1, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks and the tail of K read " +
                                                   o->image->name() + " at clamped coordinates (AlcopAutoscheduler.h).");
