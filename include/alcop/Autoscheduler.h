@@ -12,6 +12,7 @@
 #include "Halide.h"
 
 #include <string>
+#include <vector>
 
 namespace alcop {
 namespace autoscheduler {
@@ -33,11 +34,12 @@ void request_limits(Halide::Func output, const std::string &limits);
 // directives: a program that pastes one includes this header and links HalideAlcop::HalideAlcop.
 
 /** Make `wrapper`, a Func::in() wrapper of a Func that reads an input buffer, read that buffer
- * at coordinates clamped to its bounds. Only the wrapper's own (unspecialized) definition
- * changes: specializations made before keep reading directly. Exact for every coordinate
- * inside the buffer; coordinates outside it read the nearest element instead of failing a
- * bounds check. The generated schedule sources call it. */
-void clamp_to_input_bounds(Halide::Func wrapper);
+ * at coordinates clamped to its bounds: along the dimensions `dims`, or all when it is empty.
+ * Only the wrapper's own (unspecialized) definition changes: specializations made before keep
+ * reading directly. Exact for every coordinate inside the buffer; coordinates outside it read
+ * the nearest element instead of failing a bounds check. A dimension left out stays a plain
+ * coordinate, which a copy can read as a vector. The generated schedule sources call it. */
+void clamp_to_input_bounds(Halide::Func wrapper, const std::vector<int> &dims = {});
 
 /** The extent of dimension `dim` of the RDom of `f`'s first update, as the algorithm wrote it
  * (e.g. the Variable `A.extent.0`). The generated schedule sources specialize on it; a schedule

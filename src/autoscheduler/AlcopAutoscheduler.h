@@ -38,10 +38,13 @@
  *    pass cannot unroll, which is why register stages need K a constant KT divides.
  * f's block tile over-computes at the output's edges (bound_extent), reading the operands past
  * the output's edges. So the copies are specialized too: where the split of K is exact and the
- * output is a whole number of block tiles they read the operands directly, 4-wide vectors along the
- * innermost dimension when the tile allows; otherwise, one element per thread, from input
- * buffers at coordinates clamped to the buffer (clamp_to_input_bounds), values that only feed
- * discarded outputs. An operand that is a computed Func, not an input buffer, is not clamped:
+ * output is a whole number of block tiles they read the operands directly, 16-byte vectors along
+ * the innermost dimension when the tile allows; otherwise from input buffers at coordinates
+ * clamped to the buffer (clamp_to_input_bounds), values that only feed discarded outputs. Where
+ * the split of K is exact and K has no runtime guard, only the coordinates that move with the
+ * output are clamped (the edge blocks read past the buffer only there), so a tile whose
+ * innermost coordinate is a reduction one (A's K, a conv input's channels) is still copied in
+ * 16-byte vectors; elsewhere, one element per thread. An operand that is a computed Func, not an input buffer, is not clamped:
  * the edge blocks read it past the output's edges, which is safe for a Func defined everywhere
  * (a boundary condition) and a Halide bounds error at run time otherwise (a warning says so).
  *

@@ -13,9 +13,9 @@ using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 
-// Width, in elements, of the staged copies' vectors: 16 bytes of FP32, what cp.async moves at
-// once and what the model's copy cost assumes.
-constexpr int copy_vector_width = 4;
+// Width, in elements, of a thread's fragment reads from shared memory: 16 bytes of FP32, one
+// ld.shared.v4.
+constexpr int fragment_vector_width = 4;
 
 /** The extents of an operand's tile: each argument's range when the N, M and chunk variables
  * run over one block tile and one chunk of kt, every other variable fixed; -1 where the range
@@ -180,6 +180,9 @@ struct Copies {
     bool direct = false, generic = true;
     Condition condition;
     int threads_x = 0;
+    /** K is a constant the k tile divides: the generic branch reads along K only where the
+     * algorithm does, and only its edge blocks' coordinates need clamping. */
+    bool k_exact = false;
 };
 
 /** The handles of a contraction's Funcs, declared in one order for both schedules (the
@@ -200,6 +203,31 @@ ContractionFuncs pipeline_funcs(Schedule &schedule, const Contraction &c) {
     funcs.a = schedule.pipeline_func(c.a.func);
     funcs.b = schedule.pipeline_func(c.b.func);
     return funcs;
+}
+
+/** The dimensions of `o` that the generic copies must clamp: where K is exact (Copies::k_exact),
+ * those whose coordinate depends on the output's position (the over-computed edge blocks
+ * read past the buffer there), else all. Empty: all. */
+std::vector<int> clamped_dims(const Contraction &c, const Operand &o, bool k_exact) {
+    if (!k_exact) return {};
+    std::vector<int> dims;
+    for (size_t d = 0; d < o.args.size(); d++) {
+        for (const ContractionDim &cd : c.dims) {
+            if (Halide::Internal::expr_uses_var(o.args[d], cd.reduction_var)) {
+                dims.push_back((int)d);
+                break;
+            }
+        }
+    }
+    if (dims.size() == o.args.size()) dims.clear();
+    return dims;
+}
+
+/** The elements of one copy along the tile's innermost dimension (extent 0: unknown): 16 bytes
+ * (8 halves or 4 floats) where the tile's rows hold whole ones, else 1. */
+int copy_vector(const Contraction &c, int64_t innermost_extent) {
+    const int width = 16 / model::element_bytes(c.problem.element);
+    return innermost_extent > 0 && innermost_extent % width == 0 ? width : 1;
 }
 
 /** Stages `operand` (`func`, read by f) per chunk in GPU shared memory through a wrapper copied
@@ -230,11 +258,10 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         if (extents[d] > 0) schedule.func(w).bound_extent(args[d], (int)extents[d]).done();
     }
     if (copies.direct) {
-        // 16-byte vectors (8 halves or 4 floats), where the tile's rows hold whole ones: the copy
-        // lowering makes each one cp.async where the operand's promises prove its global address
-        // aligned (the plain generators' aligned=true); a 2-byte copy has no cp.async at all.
-        const int width = 16 / model::element_bytes(c.problem.element);
-        const int vector_width = !transposed && extents[0] > 0 && extents[0] % width == 0 ? width : 1;
+        // 16-byte vectors: the copy lowering makes each one cp.async where the operand's promises
+        // prove its global address aligned (the plain generators' aligned=true); a 2-byte copy
+        // has no cp.async at all.
+        const int vector_width = transposed ? 1 : copy_vector(c, extents[0]);
         Chain fast = schedule.stage(w, -1, copies.condition);
         // The rounds of a tensor-core tile's copies stay a loop: unrolled, their addresses held
         // registers past the model's estimate (with 2-byte copies ptxas gave the 128x128x16
@@ -242,11 +269,19 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         schedule_copy(fast, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
     }
     if (copies.generic || copies.condition.defined()) {
+        // Vectors too where the innermost coordinate is not clamped: a clamped one is a gather.
+        const std::vector<int> clamped = clamped_dims(c, *o, copies.k_exact);
+        const bool inner_clamped = clamped.empty() || clamped[0] == 0;
+        const int vector_width = transposed || inner_clamped ? 1 : copy_vector(c, extents[0]);
         Chain generic = schedule.stage(w);
-        schedule_copy(generic, copy_order, 1, copies.threads_x, s.threads(), !s.tensor_cores);
+        schedule_copy(generic, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
-            schedule.clamp_to_input_bounds(w, "Outside the branch above, the edge blocks and the tail of K read " +
-                                                  o->image->name() + " at clamped coordinates (AlcopAutoscheduler.h).");
+            schedule.clamp_to_input_bounds(w, clamped,
+                                           std::string(copies.k_exact ? "Outside the branch above, the edge blocks" :
+                                                                        "Outside the branch above, the edge blocks "
+                                                                        "and the tail of K") +
+                                               " read " + o->image->name() +
+                                               " at clamped coordinates (AlcopAutoscheduler.h).");
         } else {
             warnings.push_back("the operand " + o->func.name() +
                                " is not an input buffer, so the edge blocks of a size that is not a multiple of the "
@@ -398,6 +433,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
     copies.generic = chunking.guarded;
     copies.condition = copy_cond;
     copies.threads_x = threads_x;
+    copies.k_exact = chunking.exact && !k_cond.defined();
     if (chunking.exact && copy_cond.defined()) {
         // The fast branch gets a kernel of its own. With both branches of every copy in one
         // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
@@ -420,7 +456,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
             fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
             const int dense = fragment_dim(c, *o);
             const int extent = o == &c.a ? s.tm : s.tn;
-            const int width = extent % copy_vector_width == 0 ? copy_vector_width : extent % 2 == 0 ? 2 : 1;
+            const int width = extent % fragment_vector_width == 0 ? fragment_vector_width : extent % 2 == 0 ? 2 : 1;
             std::vector<Dim> fargs;
             for (const Var &v : schedule.handle(frag).args()) fargs.push_back({v.name()});
             if (dense >= 0 && (o != &c.a || transposed) && width > 1) {
@@ -505,6 +541,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     copies.direct = true;
     copies.generic = false;
     copies.threads_x = 32;
+    copies.k_exact = true;  // a constant the k tile divides (tensor_cores_apply())
     copies.condition.terms.push_back(
         {Condition::Term::Kind::OutputExtentDivides, out, n_dim.output_dim, (int64_t)s.bn});
     copies.condition.terms.push_back(

@@ -2,6 +2,8 @@
 
 #include "Error.h"
 
+#include <algorithm>
+
 namespace alcop {
 namespace autoscheduler {
 
@@ -9,7 +11,7 @@ using namespace Halide;
 using namespace Halide::Internal;
 using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
-void clamp_to_input_bounds(Func wrapper) {
+void clamp_to_input_bounds(Func wrapper, const std::vector<int> &dims) {
     Function w = wrapper.function();
     const Call *call = w.values().size() == 1 ? w.values()[0].as<Call>() : nullptr;
     Parameter param;
@@ -24,11 +26,16 @@ void clamp_to_input_bounds(Func wrapper) {
     }
     user_assert(param.defined() && param.is_buffer()) << "clamp_to_input_bounds(" << w.name() << "): " << w.name()
                                                       << " is not a wrapper of a Func that reads an input buffer.\n";
-    std::vector<Expr> args;
+    for (int d : dims) {
+        user_assert(d >= 0 && d < (int)call->args.size())
+            << "clamp_to_input_bounds(" << w.name() << "): " << param.name() << " has no dimension " << d << ".\n";
+    }
+    std::vector<Expr> args = call->args;
     for (size_t d = 0; d < call->args.size(); d++) {
+        if (!dims.empty() && std::find(dims.begin(), dims.end(), (int)d) == dims.end()) continue;
         Expr min = Variable::make(Int(32), param.name() + ".min." + std::to_string(d), param);
         Expr extent = Variable::make(Int(32), param.name() + ".extent." + std::to_string(d), param);
-        args.push_back(clamp(call->args[d], min, min + extent - 1));
+        args[d] = clamp(call->args[d], min, min + extent - 1);
     }
     w.definition().values()[0] = Call::make(call->type, call->name, args, call->call_type, call->func,
                                             call->value_index, call->image, call->param);

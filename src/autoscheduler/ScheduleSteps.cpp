@@ -413,9 +413,10 @@ void Schedule::pipeline(FuncRef f, int stages, bool register_level) {
     add(std::move(s));
 }
 
-void Schedule::clamp_to_input_bounds(FuncRef f, const std::string &comment) {
+void Schedule::clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, const std::string &comment) {
     Step s{Step::Kind::Clamp};
     s.func = f;
+    s.clamped = dims;
     s.comment = comment;
     add(std::move(s));
 }
@@ -503,7 +504,7 @@ void Schedule::add(Step step) {
         alcop::pipeline(handle(step.func), step.value, step.register_level ? Level::Register : Level::Shared);
         break;
     case Step::Kind::Clamp:
-        alcop::autoscheduler::clamp_to_input_bounds(handle(step.func));
+        alcop::autoscheduler::clamp_to_input_bounds(handle(step.func), step.clamped);
         break;
     case Step::Kind::TensorCoreTile: {
         const StageRef &s = step.stage;
@@ -571,7 +572,13 @@ std::string Schedule::source(const std::string &header) const {
                  << (step.register_level ? ", alcop::Level::Register" : "") << ");\n";
             break;
         case Step::Kind::Clamp:
-            body << "alcop::autoscheduler::clamp_to_input_bounds(" << names.func(step.func) << ");\n";
+            body << "alcop::autoscheduler::clamp_to_input_bounds(" << names.func(step.func);
+            if (!step.clamped.empty()) {
+                body << ", {";
+                for (size_t i = 0; i < step.clamped.size(); i++) body << (i ? ", " : "") << step.clamped[i];
+                body << "}";
+            }
+            body << ");\n";
             break;
         case Step::Kind::TensorCoreTile: {
             // Vars in argument order: the order of the declarations follows first use.

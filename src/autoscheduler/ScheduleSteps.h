@@ -116,7 +116,7 @@ struct Step {
         DeclareFunc,  ///< Func id = pipeline.get_func(index) | of.in(in) | of.update(0).rfactor({})
         Calls,        ///< stage.call().call()...; (no call: the stage alone, e.g. a specialize)
         Pipeline,     ///< alcop::pipeline(func, value[, alcop::Level::Register])
-        Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func)
+        Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
         Enable,       ///< alcop::enable(pipeline, target)
         /// alcop::schedule_tensor_core_tile(stage, x, y, warp_m, warp_n, {within...}, {chunks...})
         TensorCoreTile,
@@ -135,6 +135,7 @@ struct Step {
     FuncRef func;
     int value = 0;  ///< Pipeline: the stages
     bool register_level = false;
+    std::vector<int> clamped;  ///< Clamp: the dimensions clamped (all when empty)
     // TensorCoreTile (on `stage`), TensorCores (on `func`): the warp tile; the block tile's N and
     // M dimensions; the reduction loops inside a chunk and the chunk loops
     int warp_m = 0, warp_n = 0;
@@ -210,7 +211,7 @@ public:
     }
 
     void pipeline(FuncRef f, int stages, bool register_level = false);
-    void clamp_to_input_bounds(FuncRef f, const std::string &comment);
+    void clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, const std::string &comment);
     /** alcop::schedule_tensor_core_tile on `stage` (a Func's pure definition or its update). */
     void tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
                           const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {});

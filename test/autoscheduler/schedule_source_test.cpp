@@ -160,3 +160,31 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
 }  // namespace
+
+// The helper the sources call for the edge blocks' copies: it clamps the dimensions it is given
+// (all by default) and names the wrapper where one it is given does not exist.
+TEST(ClampToInputBounds, ClampsTheListedDimensionsOnly) {
+    ImageParam A(Float(32), 2, "A");
+    Var x("x"), y("y");
+    auto clamped_args = [&](const std::vector<int> &dims) {
+        Func use("use");
+        use(x, y) = A(x, y);  // a call of A's Func, A_im, as the plugin's wrappers wrap
+        Func wrapper = Func(A).in(use);
+        alcop::autoscheduler::clamp_to_input_bounds(wrapper, dims);
+        const auto *call = wrapper.function().values()[0].as<Internal::Call>();
+        std::vector<bool> clamped;
+        for (const Expr &arg : call->args) clamped.push_back(!arg.as<Internal::Variable>());
+        return clamped;
+    };
+    EXPECT_EQ(clamped_args({1}), (std::vector<bool>{false, true}));
+    EXPECT_EQ(clamped_args({0}), (std::vector<bool>{true, false}));
+    EXPECT_EQ(clamped_args({}), (std::vector<bool>{true, true}));
+    try {
+        clamped_args({2});
+        FAIL() << "a dimension A does not have was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("A has no dimension 2"), std::string::npos) << e.what();
+        // The wrapper's name, with the suffixes Halide adds to keep names unique in a process.
+        EXPECT_TRUE(std::regex_search(e.what(), std::regex("clamp_to_input_bounds\\(A_im\\S*_in_use"))) << e.what();
+    }
+}

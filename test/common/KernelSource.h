@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace kernel_source {
 
@@ -37,6 +38,22 @@ inline int count(const std::string &text, const std::string &what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
     return n;
+}
+
+/** A kernel of a PTX module: its name and its text, from its .entry to the next one. */
+struct Kernel {
+    std::string name, text;
+};
+
+/** The kernels of the PTX `ptx`, in order. */
+inline std::vector<Kernel> kernels(const std::string &ptx) {
+    std::vector<Kernel> result;
+    for (size_t at = ptx.find(".entry "); at != std::string::npos;) {
+        const size_t name = at + strlen(".entry "), next = ptx.find(".entry ", at + 1);
+        result.push_back({ptx.substr(name, ptx.find('(', name) - name), ptx.substr(at, next - at)});
+        at = next;
+    }
+    return result;
 }
 
 /** What ptxas (ALCOP_PTXAS, where the test target defines it) says of `ptx` for `arch`, with
