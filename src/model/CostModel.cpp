@@ -29,15 +29,14 @@ constexpr int kAddressAndLoopRegisters = 27;
 
 // The same for the tensor-core kernels, per lane: the ldmatrix row addresses of the ring slots
 // (one per operand and slot, constant offsets after that), the copies' global and shared
-// addresses, the k loop, the output's base. Fitted, with the quarter of the accumulators ptxas
-// holds on top of them (kTensorCoreExtraPerAccumulator), to ptxas -v for sm_80 on the user's
-// GEMM of docs/tensor-cores.md (test/autoscheduler, TensorCoreModel), docs/model.md §3. Small
-// warp tiles keep a floor of them (kTensorCoreMinimumOverhead): with swizzled, pipelined slots
-// the row addresses and the swizzle's index math take about 40 registers whatever the tile
-// (ptxas: w16x32 72, w32x32 96, where accumulators and fragments are 28 and 48).
-constexpr int kTensorCoreAddressRegisters = 22;
-constexpr double kTensorCoreExtraPerAccumulator = 0.25;
-constexpr int kTensorCoreMinimumOverhead = 40;
+// addresses, the k loop, the output's base, and a part of the accumulators' count again (what
+// ptxas holds beyond them grows with the warp tile: measured, not derived). Fitted to ptxas -v
+// for sm_80 on the user's GEMM of docs/tensor-cores.md (test/tensorcore/TensorCoreGemm.h) with
+// the 16-byte cp.async copies that the generators and the plugin emit, over warp tiles 16x16 to
+// 64x64, k tiles 16 to 64 and 1 or 2 register stages (TensorCoreModel in test/autoscheduler,
+// docs/model.md §3).
+constexpr int kTensorCoreAddressRegisters = 16;
+constexpr double kTensorCoreExtraPerAccumulator = 0.12;
 
 // mma.sync.m16n8k16: 2 * 16 * 8 * 16 FLOPs; each lane holds 4 fp32 accumulators per 16 x 8
 // tile; ldmatrix.x4 gives each lane 4 32-bit registers (a 16 x 16 tile of A, or two 16 x 8
@@ -515,15 +514,18 @@ const char *to_string(RuntimeLimits limits) {
 
 int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
     if (s.tensor_cores) {
-        // Per lane: c0..c3 of every 16 x 8 tile, and a quarter of that again (what ptxas holds
-        // beyond them grows with the warp tile: measured, not derived), at least the small
-        // tiles' floor; per register stage, A's ldmatrix.x4 (4 per 16 rows) and B's (2 per 8
-        // columns). Tensor cores need sm_80, so copies are cp.async: no staging registers.
+        // Per lane: c0..c3 of every 16 x 8 tile; per k step of fragments held, A's ldmatrix.x4
+        // (4 per 16 rows) and B's (2 per 8 columns). ptxas unrolls a chunk's k steps and, with
+        // one register stage, loads the next step's fragments while the current one's mma.sync
+        // run (two steps held where a chunk has two or more); with two, the pass's prefetch of
+        // the next chunk's first step comes on top of the chunk's steps. Tensor cores need
+        // sm_80, so copies are cp.async: no staging registers.
         const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
-        const int fragments = s.reg_stages * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN));
+        const int k_steps = s.kt / kMmaK;
+        const int steps_held = s.reg_stages > 1 ? k_steps + 1 : std::min(k_steps, 2);
+        const int fragments = steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN));
         const int overhead =
-            std::max(kTensorCoreMinimumOverhead,
-                     int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters);
+            int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters;
         return accumulators + fragments + overhead;
     }
     const int accumulators = s.tm * s.tn;
