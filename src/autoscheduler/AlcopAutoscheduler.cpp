@@ -200,8 +200,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
             search_options.space = model::SearchSpace::for_tensor_cores();
         } else {
             r.tensor_cores_why_not = why_not;
-            warnings.push_back(std::string("the ") + model::to_string(c->problem.element) +
-                               " operands get no tensor cores (" + why_not +
+            warnings.push_back(std::string("the ") + model::to_string(c->problem.element) + " operands of " +
+                               c->output.name() + " get no tensor cores (" + why_not +
                                "); applying the FP32 SIMT schedule to the converted operands");
         }
     }
@@ -237,8 +237,8 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
 
     // --- The schedule.
     if (choice.exact == 0) {
-        warnings.push_back(
-            "no candidate tiles the estimated sizes exactly, so the estimated problem runs the clamped copies");
+        warnings.push_back("no candidate tiles the estimated sizes of " + c->output.name() +
+                           " exactly, so the estimated problem runs the clamped copies");
     }
     if (r.chosen.limits == model::RuntimeLimits::OptIn) {
         // The pass checks the kernel against the launch limits; these are the ones the model
