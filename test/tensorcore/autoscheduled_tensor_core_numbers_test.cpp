@@ -21,10 +21,12 @@ namespace {
 
 using namespace tc_numbers;
 
-/** (M, N) at the estimate (64 x 64), with tails, less than one block, more blocks than the
+/** (M, N) at the estimate (64 x 64), with tails, whole tiles of N and a tail of M and the other
+ * way round (edge blocks along one dimension only), less than one block, more blocks than the
  * estimate; K as built. */
 std::vector<MatMulShape> gemm_shapes(int k) {
-    return {{0, 64, 64, k}, {0, 100, 72, k}, {0, 17, 9, k}, {0, 1, 1, k}, {0, 33, 130, k}};
+    return {{0, 64, 64, k}, {0, 100, 72, k}, {0, 100, 64, k}, {0, 64, 72, k},
+            {0, 17, 9, k},  {0, 1, 1, k},    {0, 33, 130, k}};
 }
 
 // K 64; f16.
