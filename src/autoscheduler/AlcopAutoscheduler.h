@@ -44,9 +44,10 @@
  * the split of K is exact and K has no runtime guard, only the coordinates that move with the
  * output are clamped (the edge blocks read past the buffer only there), so a tile whose
  * innermost coordinate is a reduction one (A's K, a conv input's channels) is still copied in
- * 16-byte vectors; elsewhere, one element per thread. An operand that is a computed Func, not an input buffer, is not clamped:
- * the edge blocks read it past the output's edges, which is safe for a Func defined everywhere
- * (a boundary condition) and a Halide bounds error at run time otherwise (a warning says so).
+ * 16-byte vectors; elsewhere, one element per thread. An operand that is a computed Func, not
+ * an input buffer, is not clamped: the edge blocks read it past the output's edges, which is
+ * safe for a Func defined everywhere (a boundary condition) and a Halide bounds error at run
+ * time otherwise (a warning says so).
  *
  * A contraction of fp16 or bf16 operands (fp32 accumulation) gets, on CUDA sm_80+ where K is a
  * compile-time multiple of 16, f is laid out (N, M, ...) and the operands' innermost dimensions
