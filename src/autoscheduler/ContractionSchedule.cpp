@@ -277,11 +277,9 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         schedule_copy(generic, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, clamped,
-                                           std::string(copies.k_exact ? "Outside the branch above, the edge blocks" :
-                                                                        "Outside the branch above, the edge blocks "
-                                                                        "and the tail of K") +
-                                               " read " + o->image->name() +
-                                               " at clamped coordinates (AlcopAutoscheduler.h).");
+                                           std::string("Outside the branch above, the edge blocks") +
+                                               (copies.k_exact ? "" : " and the tail of K") + " read " +
+                                               o->image->name() + " at clamped coordinates (AlcopAutoscheduler.h).");
         } else {
             warnings.push_back("the operand " + o->func.name() +
                                " is not an input buffer, so the edge blocks of a size that is not a multiple of the "
