@@ -101,8 +101,11 @@ private:
         // tiles) stays a symbol, which an index that lies in one tile for every value cancels.
         const bool ranges = is_const(op->min) && is_const(op->extent);
         ScopedBinding<Interval> b(ranges, scope, op->name, Interval(op->min, simplify(op->min + op->extent - 1)));
+        loops.push_back(op->name);
         op->body.accept(this);
+        loops.pop_back();
     }
+    std::vector<std::string> loops;  ///< the enclosing loops' variables
     // The enclosing lets, inlined into an index before it is bounded: bounding a let alone
     // loses what its uses cancel (a copy's index subtracts the K tile a let added).
     std::vector<std::pair<std::string, Expr>> lets;
@@ -136,16 +139,28 @@ private:
         }
         BoundableTerms slot_terms(scope);
         Expr bounded_index = slot_terms.mutate(simplify(substitute_in_all_lets(e)));
-        // A copy's index adds a buffer field (an output's min) in one let and subtracts it in
-        // another, which the simplifier leaves; collecting each field's terms (the solver's
-        // job) cancels them, and what remains shows the alignment Halide did not record.
+        // A copy's index adds a buffer field (an output's min), or a loop's variable (the
+        // chunk a let's base starts at), in one let and subtracts it in another, which the
+        // simplifier leaves: ((t - (ko + 2)) * 2 + ((ko + 2) * 2 + u)) * 8 bounds as ko's whole
+        // range. Collecting each such variable's terms (the solver's job) cancels them, and
+        // what remains has tight bounds and shows the alignment Halide did not record.
+        auto collect_terms = [&](Expr x) {
+            for (const std::string &v : loops) {
+                if (expr_uses_var(x, v)) x = solve_expression(x, v).result;
+            }
+            for (const std::string &f : slot_terms.fields) {
+                if (expr_uses_var(x, f)) x = solve_expression(x, f).result;
+            }
+            return simplify(x);
+        };
+        if (const Ramp *r = bounded_index.as<Ramp>()) {
+            bounded_index = Ramp::make(collect_terms(r->base), r->stride, r->lanes);
+        } else {
+            bounded_index = collect_terms(bounded_index);
+        }
         a.alignment = alignment;
         if (const Ramp *r = bounded_index.as<Ramp>()) {
-            Expr base = r->base;
-            for (const std::string &f : slot_terms.fields) {
-                base = solve_expression(base, f).result;
-            }
-            const ModulusRemainder proved = modulus_remainder(simplify(base));
+            const ModulusRemainder proved = modulus_remainder(r->base);
             if (proved.modulus > alignment.modulus) a.alignment = proved;
         }
         for (const auto &r : slot_terms.ranges) {
