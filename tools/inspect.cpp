@@ -1,19 +1,26 @@
 // alcop_inspect: lowers one of our generators in-process and shows what the ALCOP pass did.
 //
+//   alcop_inspect file.ptx      (the main loops of any PTX)
 //   alcop_inspect <generator> [target=<halide target>] [param=value ...] [--stmt] [--ptx DIR]
+//                 [-s Scheduler] [-p plugin.so]
 //
 // Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers) and,
 // per kernel, a line `bank conflicts: N` counted from the index math of its shared-memory
 // accesses after the pass (src/analysis/BankConflicts.h); with --stmt also the Stmt before and
 // after the pass; with --ptx (CUDA targets) writes the
 // kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
-// reports its registers, shared memory and spills. With a generator that calls
+// reports its registers, shared memory and spills. For CUDA targets it also reports each
+// kernel's main loop, counted in its PTX (src/analysis/MainLoop.h). The plain contractions
+// (as_gemm, as_bmm, as_conv2d) are built in too, and the Alcop autoscheduler runs in-process:
+// with `auto_schedule=true`, the kernels it gives them. With a generator that calls
 // alcop::auto_pipeline (e.g. `alcop_inspect gemm auto_pipeline=true`) it also prints the
 // automatic choice: each candidate, its stages and predicted gain, or why it was left as it is.
 
 #include "Halide.h"
 
 #include "analysis/BankConflicts.h"
+#include "analysis/MainLoop.h"
+#include "autoscheduler/AlcopAutoscheduler.h"
 #include "directive/Requests.h"
 #include "plan/AutoPipeline.h"
 #include "PipelineSummary.h"
@@ -28,15 +35,19 @@ using namespace Halide::Internal;
 
 namespace {
 
-// Writes the module's PTX (CUDA targets keep it in a buffer) and summarizes what ptxas makes
-// of it for the PTX's own architecture.
-void write_ptx(const Module &module, const std::string &generator, const std::string &dir) {
+/** The module's PTX (CUDA targets keep it in a buffer); "" for other targets. */
+std::string ptx_of(const Module &module) {
     std::string ptx;
     for (const Buffer<> &b : module.buffers()) {
         if (b.name().find("gpu_source_kernels") != std::string::npos) {
             ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
         }
     }
+    return ptx.find(".entry") == std::string::npos ? "" : ptx;
+}
+
+// Writes the module's PTX and summarizes what ptxas makes of it for the PTX's own architecture.
+void write_ptx(const std::string &ptx, const std::string &generator, const std::string &dir) {
     std::smatch arch;
     if (ptx.empty() || !std::regex_search(ptx, arch, std::regex("\\.target (sm_\\d+)"))) {
         std::cout << "no PTX: the target is not CUDA\n";
@@ -74,6 +85,23 @@ int main(int argc, char **argv) {
         return 1;
     }
     const std::string generator = argv[1];
+    if (generator.size() > 4 && generator.compare(generator.size() - 4, 4, ".ptx") == 0) {
+        // A PTX file of any origin (a peer's kernel, nvcc's output): its main loops alone.
+        std::ifstream in(generator);
+        const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (!in) {
+            std::cerr << "cannot read " << generator << "\n";
+            return 1;
+        }
+        for (const alcop::MainLoopReport &r : alcop::main_loops(ptx)) {
+            std::cout << alcop::to_string(r) << "\n";
+        }
+        return 0;
+    }
+    // `auto_schedule=true` runs the Alcop autoscheduler in this process (its lowering pass is
+    // then this tool's, which the observers below see), unless -s names another.
+    alcop::autoscheduler::register_with_halide();
+    Pipeline::set_default_autoscheduler_name("Alcop");
     Target target("host-opencl");
     GeneratorParamsMap params;
     bool print_stmt = false;
@@ -86,6 +114,16 @@ int main(int argc, char **argv) {
         }
         if (arg == "--ptx" && i + 1 < argc) {
             ptx_dir = argv[++i];
+            continue;
+        }
+        // As the generator executables take them: a plugin to load (another autoscheduler than
+        // Alcop, which is built in) and the scheduler that `auto_schedule=true` runs.
+        if (arg == "-p" && i + 1 < argc) {
+            load_plugin(argv[++i]);
+            continue;
+        }
+        if (arg == "-s" && i + 1 < argc) {
+            Pipeline::set_default_autoscheduler_name(argv[++i]);
             continue;
         }
         const size_t eq = arg.find('=');
@@ -115,6 +153,11 @@ int main(int argc, char **argv) {
     Module module = gen->build_module(generator);
     alcop::set_lowering_observer(nullptr);
     alcop::set_auto_pipeline_observer(nullptr);
+    if (!after.defined()) {
+        std::cerr << "the ALCOP pass of this process did not lower " << generator
+                  << " (a plugin's own copy of the library did, or nothing enabled it)\n";
+        return 1;
+    }
 
     if (print_stmt) {
         std::cout << "=== before the ALCOP pass ===\n" << before << "\n=== after ===\n" << after << "\n";
@@ -153,8 +196,13 @@ int main(int argc, char **argv) {
             }
         }
     }
+    // The steady-state loop of each CUDA kernel, counted in its PTX (src/analysis/MainLoop.h).
+    const std::string ptx = ptx_of(module);
+    for (const alcop::MainLoopReport &r : alcop::main_loops(ptx)) {
+        std::cout << alcop::to_string(r) << "\n";
+    }
     if (!ptx_dir.empty()) {
-        write_ptx(module, generator, ptx_dir);
+        write_ptx(ptx, generator, ptx_dir);
     }
     return 0;
 }

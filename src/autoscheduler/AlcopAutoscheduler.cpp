@@ -260,5 +260,17 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     return r;
 }
 
+void register_with_halide() {
+    Halide::Pipeline::add_autoscheduler("Alcop", [](const Halide::Pipeline &p, const Halide::Target &target,
+                                                    const Halide::MachineParams &params,
+                                                    Halide::AutoSchedulerResults *results) {
+        Result r = autoschedule(p, target, Options::from_environment());
+        results->scheduler_name = "Alcop";
+        results->target = target;
+        results->machine_params_string = params.to_string();
+        results->schedule_source = r.schedule_source;
+    });
+}
+
 }  // namespace autoscheduler
 }  // namespace alcop

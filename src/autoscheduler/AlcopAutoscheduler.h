@@ -135,6 +135,12 @@ struct Result {
  * model's limits. */
 Result autoschedule(const Halide::Pipeline &p, const Halide::Target &target, const Options &options);
 
+/** Registers autoschedule() with Halide as the scheduler "Alcop", its Options from the
+ * environment: what loading the plugin does, and what a tool that links this library calls to
+ * run it in its own process (where its lowering pass is the tool's, so that the tool's
+ * observers see it). */
+void register_with_halide();
+
 }  // namespace autoscheduler
 }  // namespace alcop
 

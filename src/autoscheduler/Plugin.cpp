@@ -10,16 +10,7 @@ namespace {
 
 struct RegisterAlcop {
     RegisterAlcop() {
-        Halide::Pipeline::add_autoscheduler("Alcop", [](const Halide::Pipeline &p, const Halide::Target &target,
-                                                        const Halide::MachineParams &params,
-                                                        Halide::AutoSchedulerResults *results) {
-            alcop::autoscheduler::Result r =
-                alcop::autoscheduler::autoschedule(p, target, alcop::autoscheduler::Options::from_environment());
-            results->scheduler_name = "Alcop";
-            results->target = target;
-            results->machine_params_string = params.to_string();
-            results->schedule_source = r.schedule_source;
-        });
+        alcop::autoscheduler::register_with_halide();
     }
 } register_alcop;
 

@@ -1,0 +1,77 @@
+#ifndef ALCOP_MAIN_LOOP_H
+#define ALCOP_MAIN_LOOP_H
+
+/** \file
+ * The main-loop report: the steady-state loop of each kernel of a PTX module, found in the
+ * control-flow graph and counted per iteration, so that the instructions a pipeline spends
+ * around its math can be read (and held to a budget) without a GPU.
+ *
+ * The loop of a kernel is the strongly connected component of its basic blocks that holds the
+ * most mma.sync (tensor-core kernels) or, where none does, the most fp32 fma (SIMT kernels): the
+ * work. Its instructions are counted statically, as they stand in the loop's blocks, which is
+ * one iteration where the loop holds no inner loop (the pass unrolls the k steps).
+ *
+ * The categories (docs/mainloop.md gives the same definitions, so that a peer's PTX can be
+ * counted the same way):
+ *  - work: `mma.sync` (or, where the loop holds none, `fma.rn.f32`);
+ *  - data movement: `ldmatrix`, `cp.async` (by its copy size), shared loads and stores, global
+ *    loads;
+ *  - synchronization: `cp.async.commit_group`, `cp.async.wait_group` / `wait_all`,
+ *    `bar.sync` / `barrier.sync`;
+ *  - retyping moves: a `mov.b16/b32/b64` from a register of another register class (`%f` from
+ *    `%r`), which renames bits and costs no instruction in SASS;
+ *  - other: every remaining instruction (integer and address arithmetic, predicates, branches,
+ *    conversions, moves).
+ * The overhead per work instruction is every instruction but the work and the retyping moves,
+ * divided by the work: what a warp scheduler must issue beside each mma.sync (or fma).
+ * The longest stretch is the most instructions (of any category) between two work instructions
+ * in the loop's textual order, wrapping around the back edge: how long the tensor or FMA pipe
+ * can starve within one warp.
+ *
+ * It reads text and changes nothing; it knows PTX as LLVM 14's NVPTX backend and nvcc print it.
+ */
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+struct MainLoopReport {
+    std::string kernel;                ///< the .entry name
+    bool found = false;                ///< a loop holds work
+    bool tensor_cores = false;         ///< the work is mma.sync (else fp32 fma)
+    int blocks = 0;                    ///< basic blocks in the loop
+    int conditional_branches = 0;      ///< predicated bra in the loop
+    int instructions = 0;              ///< all instructions of one iteration
+    int work = 0;                      ///< mma.sync, or fp32 fma
+    int ldmatrix = 0;
+    std::map<int, int> cp_async;       ///< copy bytes -> count
+    int shared_loads = 0, shared_stores = 0, global_loads = 0;
+    int barriers = 0, commits = 0, waits = 0;
+    int retyping_moves = 0;
+    int other = 0;
+    int longest_stretch = 0;           ///< most instructions between two work instructions
+    /** Where the other instructions come from, by opcode (its first word), most first. */
+    std::vector<std::pair<std::string, int>> other_by_opcode;
+
+    /** Every instruction of an iteration but the work and the retyping moves, per work
+     * instruction: the figure a main loop's budget bounds ("non-tensor instructions per
+     * mma.sync"; CUTLASS's sm80 GEMM at 128x128x32, warp 64x64, 3 stages: 1.78). */
+    double overhead_per_work() const {
+        return work ? (double)(instructions - work - retyping_moves) / work : 0.0;
+    }
+    int cp_async_total() const;
+};
+
+/** The main loop of every .entry of `ptx`, in the module's order; a kernel without a loop
+ * holding work is reported with found = false. */
+std::vector<MainLoopReport> main_loops(const std::string &ptx);
+
+/** One line per kernel: the counts, the other instructions by opcode, the overhead per work
+ * instruction, the blocks and the longest stretch. */
+std::string to_string(const MainLoopReport &r);
+
+}  // namespace alcop
+
+#endif
