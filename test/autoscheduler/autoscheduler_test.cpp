@@ -420,11 +420,35 @@ Internal::Stmt lowered(Built &b, const std::string &name, const Target &t) {
     return s;
 }
 
+/** `s`'s text with Halide's uniquifying suffixes removed: a Func defined again in the same
+ * process is named A_im$2_in_prod$1 where the first one was A_im_in_prod. */
+std::string without_suffixes(const Internal::Stmt &s) {
+    std::ostringstream text;
+    text << s;
+    return std::regex_replace(text.str(), std::regex("\\$\\d+"), "");
+}
+
+/** The name PipelineSummary watches (it compares names up to their first '$') for the Func
+ * produced in `s` whose name, without suffixes, is `name`; `name` where none is. */
+std::string watched(const Internal::Stmt &s, const std::string &name) {
+    struct Find : Internal::IRVisitor {
+        std::string name, found;
+        using IRVisitor::visit;
+        void visit(const Internal::ProducerConsumer *op) override {
+            if (op->is_producer && found.empty() && std::regex_replace(op->name, std::regex("\\$\\d+"), "") == name) {
+                found = op->name.substr(0, op->name.find('$'));
+            }
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.name = name;
+    s.accept(&find);
+    return find.found.empty() ? name : find.found;
+}
+
 TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
     // An estimated K (1023) no k tile divides: every size runs the one guarded branch, in chunks
     // of the k tile with the pipeline across them, not in chunks of one element.
-    // (Names used nowhere else, which Halide does not uniquify: the summary below compares
-    // names up to their first '$'.)
     ImageParam A(Float(32), 2, "A_odd_k"), B(Float(32), 2, "B_odd_k");
     Var x("x"), y("y");
     RDom r(0, A.dim(0).extent(), "r");
@@ -452,25 +476,25 @@ TEST(Autoscheduler, AnyKRunsInPipelinedChunksOfTheKTile) {
     // tiles copied before the streaming loop (each guarded by the trip count), one tile of each
     // copied per iteration, and KT k steps per chunk.
     const Internal::Stmt stmt = lowered(b, "gemm_odd_k", Target("host-opencl"));
-    const alcop::PipelineSummary p =
-        alcop::summarize_pipeline(stmt, {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"});
+    // The tiles as this run named them: the names gain '$' suffixes when the test runs again.
+    const std::string a_tile = watched(stmt, "A_odd_k_im_in_prod_odd_k"), b_tile = watched(stmt, "B_odd_k_im_in_prod_odd_k");
+    const alcop::PipelineSummary p = alcop::summarize_pipeline(stmt, {a_tile, b_tile});
     std::cout << alcop::describe(p);
     ASSERT_FALSE(p.loop.empty()) << stmt;
     EXPECT_EQ(p.shared_elems, (int64_t)stages * kt * (bm + bn));
-    std::ostringstream text;
-    text << stmt;
-    const std::string t = text.str();
-    auto produced = [&](const std::string &pattern) {
-        const std::regex re("produce " + pattern + " \\{");
+    const std::string t = without_suffixes(stmt);
+    auto produced = [&](const std::string &name) {
+        const std::regex re("produce " + name + " \\{");
         return (int)std::distance(std::sregex_iterator(t.begin(), t.end(), re), std::sregex_iterator());
     };
     for (const std::string f : {"A_odd_k_im_in_prod_odd_k", "B_odd_k_im_in_prod_odd_k"}) {
         // (The summary compares names up to their first '$', so it counts the fragments,
         // f$0_in_prod$0, as f: the prologue has none of them.)
-        EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
-        EXPECT_EQ(p.guarded_prologue.count(f) ? p.guarded_prologue.at(f) : 0, stages - 1) << f;
-        EXPECT_EQ(produced(f + "\\$\\d+"), stages) << f << ": the prologue's tiles and one per iteration";
-        EXPECT_EQ(produced(f + "\\$\\d+_in_prod_odd_k\\$\\d+"), kt) << f << ": one fragment per k step of a chunk";
+        const std::string w = f[0] == 'A' ? a_tile : b_tile;
+        EXPECT_EQ(p.prologue_copies.count(w) ? p.prologue_copies.at(w) : 0, stages - 1) << f;
+        EXPECT_EQ(p.guarded_prologue.count(w) ? p.guarded_prologue.at(w) : 0, stages - 1) << f;
+        EXPECT_EQ(produced(f), stages) << f << ": the prologue's tiles and one per iteration";
+        EXPECT_EQ(produced(f + "_in_prod_odd_k"), kt) << f << ": one fragment per k step of a chunk";
     }
 }
 
@@ -497,11 +521,12 @@ TEST(Autoscheduler, AnyChannelCountRunsInPipelinedChunksOfTheKTile) {
     EXPECT_NE(s.source.find(".split(r_x, r_x_c, r_x_i, " + std::to_string(kt) + ")"), std::string::npos) << s.source;
     EXPECT_NE(s.source.find(".fuse(r_x_c1, r_z, r_x_o)"), std::string::npos) << s.source;
     const Internal::Stmt stmt = lowered(b, "conv_odd_ci", Target("host-opencl"));
-    const alcop::PipelineSummary p =
-        alcop::summarize_pipeline(stmt, {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"});
+    const std::string input_tile = watched(stmt, "input_odd_ci_im_in_conv_odd_ci"),
+                      weights_tile = watched(stmt, "weights_odd_ci_im_in_conv_odd_ci");
+    const alcop::PipelineSummary p = alcop::summarize_pipeline(stmt, {input_tile, weights_tile});
     std::cout << alcop::describe(p);
     ASSERT_NE(p.loop.find("r_x_o"), std::string::npos) << stmt;
-    for (const std::string f : {"input_odd_ci_im_in_conv_odd_ci", "weights_odd_ci_im_in_conv_odd_ci"}) {
+    for (const std::string &f : {input_tile, weights_tile}) {
         EXPECT_EQ(p.prologue_copies.count(f) ? p.prologue_copies.at(f) : 0, stages - 1) << f;
         EXPECT_EQ(p.loop_copies.count(f) ? p.loop_copies.at(f) : 0, 1) << f;
     }
