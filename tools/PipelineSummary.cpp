@@ -129,8 +129,14 @@ class Measure : public IRVisitor {
 
     void visit(const Store *op) override {
         if (op->name == shared && producing) {
-            const Call *c = op->value.as<Call>();
-            const Load *l = op->value.as<Load>();
+            // A vector of halves is copied as 32-bit words: reinterpret(marker) (CopyLowering).
+            Expr value = op->value;
+            while (const Call *r = value.as<Call>()) {
+                if (!r->is_intrinsic(Call::reinterpret)) break;
+                value = r->args[0];
+            }
+            const Call *c = value.as<Call>();
+            const Load *l = value.as<Load>();
             if (c && c->name.rfind(async_copy_prefix, 0) == 0) {
                 shape.async_copies++;
             } else if (l && l->name.rfind(staging_prefix, 0) == 0) {

@@ -8,6 +8,8 @@
 #include "KernelSource.h"
 #include "alcop/Alcop.h"
 
+#include "PipelineSummary.h"
+#include "directive/Requests.h"
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
 
@@ -398,4 +400,23 @@ TEST(RegisterStaged, WithoutCpAsyncTheLoadsComeBeforeTheCompute) {
 #endif
 }
 
+// The summary alcop_inspect prints counts the copies by kind as the PTX has them, for every
+// element type: a 16-byte copy of halves is a store of reinterpreted words, still a cp.async.
+TEST(InspectSummary, CountsTheCopiesThePtxHas) {
+    for (const char *type : {"f32", "f16", "bf16"}) {
+        SCOPED_TRACE(type);
+        Internal::Stmt after;
+        alcop::set_lowering_observer([&](const Internal::Stmt &, const Internal::Stmt &a, const auto &) { after = a; });
+        const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", {{"type", type}, {"stages", "3"}});
+        alcop::set_lowering_observer(nullptr);
+        ASSERT_TRUE(after.defined());
+        const alcop::PipelineSummary p = alcop::summarize_pipeline(after, {"A_shared", "B_shared"});
+        std::cout << type << ": " << alcop::describe(p);
+        EXPECT_GT(p.async_copies, 0);
+        EXPECT_EQ(p.async_copies, count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global"));
+        EXPECT_EQ(p.staged_copies + p.synchronous_copies, 0);
+    }
+}
+
 }  // namespace
+
