@@ -79,7 +79,10 @@ std::string schedule_of(Pipeline p) {
         }
     }
     os << "custom lowering passes " << p.custom_lowering_passes().size() << "\n";
-    return std::regex_replace(os.str(), std::regex("\\$\\d+"), "");
+    // Names without the suffixes Halide adds to a Func defined again in this process: out$41,
+    // and the rfactor's intermediate, which it names out_41_intm after such an output.
+    return std::regex_replace(std::regex_replace(os.str(), std::regex("\\$\\d+"), ""), std::regex("_\\d+_intm"),
+                              "_intm");
 }
 
 struct Case {
