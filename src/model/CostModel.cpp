@@ -34,9 +34,13 @@ constexpr int kAddressAndLoopRegisters = 27;
 // for sm_80 on the user's GEMM of docs/tensor-cores.md (test/tensorcore/TensorCoreGemm.h) with
 // the 16-byte cp.async copies that the generators and the plugin emit, over warp tiles 16x16 to
 // 64x64, k tiles 16 to 64 and 1 or 2 register stages (TensorCoreModel in test/autoscheduler,
-// docs/model.md §3).
-constexpr int kTensorCoreAddressRegisters = 16;
-constexpr double kTensorCoreExtraPerAccumulator = 0.12;
+// docs/model.md §3). Refitted 2026-12-03 after the swizzle kept the slot bases out of its map
+// (the swizzled addresses are computed once before the loop): ptxas holds about three quarters
+// of the fragments' registers at once there, and the 128x128x32 w64x64 R2 default stays within
+// the 255 it assembles in.
+constexpr int kTensorCoreAddressRegisters = 17;
+constexpr double kTensorCoreExtraPerAccumulator = 0.28;
+constexpr double kTensorCoreFragmentsHeld = 0.77;
 
 // mma.sync.m16n8k16: 2 * 16 * 8 * 16 FLOPs; each lane holds 4 fp32 accumulators per 16 x 8
 // tile; ldmatrix.x4 gives each lane 4 32-bit registers (a 16 x 16 tile of A, or two 16 x 8
@@ -523,7 +527,8 @@ int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
         const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
         const int k_steps = s.kt / kMmaK;
         const int steps_held = s.reg_stages > 1 ? k_steps + 1 : std::min(k_steps, 2);
-        const int fragments = steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN));
+        const int fragments =
+            int(std::lround(kTensorCoreFragmentsHeld * steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN))));
         const int overhead =
             int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters;
         return accumulators + fragments + overhead;

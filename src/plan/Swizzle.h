@@ -55,6 +55,10 @@ struct Swizzle {
     int64_t row_bytes = 0;
     int chunk_bits = 0;  ///< how many low bits of the chunk index are flipped: 3, 2, 1, or 0 (identity)
     int row_shift = 0;   ///< the flip is (row >> row_shift) masked to chunk_bits bits
+    /** address() adds an index's multiples of the period after the map (see there). Off for
+     * the fp32 windows: there the offsets it hoists out of the loop cost more registers than
+     * the arithmetic they save (128x128x32 8x8-thread tiles spilled under two blocks per SM). */
+    bool period_terms_outside = true;
 
     static constexpr int64_t chunk_bytes = 16;
 
@@ -67,6 +71,13 @@ struct Swizzle {
 
     bool is_identity() const {
         return chunk_bits == 0;
+    }
+    /** The bytes after which the map repeats: a row's flip depends on (row >> row_shift) modulo
+     * 2^chunk_bits, so it repeats every row_bytes << (chunk_bits + row_shift) bytes (1024 for
+     * rows of 128 bytes, 2048 for 256, 512 for 64, 256 for 32). Adding a multiple of it to an
+     * address commutes with the map. */
+    int64_t period_bytes() const {
+        return row_bytes << (chunk_bits + row_shift);
     }
 
     /** The chunk bits XORed into the chunks of `row`. */

@@ -28,6 +28,7 @@ struct Gemm {
     bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
     bool guarded = false;  // the copies read zeros outside A and B: any M, N and K (see define())
+    bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
     enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
@@ -114,6 +115,7 @@ struct Gemm {
                 .split(ci, fy, fx, threads_x)
                 .reorder(fx, fy, co)
                 .gpu_threads(fx, fy);
+            if (unroll_copies) f.unroll(co);
         }
         if (vector > 1) {
             // What makes each copy one aligned 16-byte vector (cp.async): zero-based rows whose

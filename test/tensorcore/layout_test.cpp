@@ -129,6 +129,44 @@ TEST(Swizzle, AddressPermutesEachWindow) {
     EXPECT_TRUE(equal(Swizzle::for_rows(16).address(index, 2), index));
 }
 
+// A slot's index, thread offset + slot base + constants: the map of the Expr equals the map
+// of the numbers for every slot (negative offsets too), and the slot (a multiple of the
+// period, 1024 bytes) and the constant's whole periods stay outside the map, so that the
+// map's operands do not depend on the slot; a term that is not such a multiple stays inside.
+TEST(Swizzle, AddressKeepsMultiplesOfThePeriodOutsideTheMap) {
+    const Expr t = Variable::make(Int(32), "t"), ko = Variable::make(Int(32), "ko");
+    const Expr slot = ko % 3;
+    for (int64_t row_bytes : {32, 64, 128, 256, 512}) {
+        SCOPED_TRACE(row_bytes);
+        const Swizzle s = Swizzle::for_rows(row_bytes);
+        for (int constant : {0, 40, 1024 + 40, 3 * 512 + 8}) {
+            // Halves: a slot of 1024 elements (2048 bytes), a thread's 8-element chunk, an odd
+            // k offset of 24 elements (48 bytes) that must stay inside.
+            const Expr index = (slot * 2 + t / 64) * 512 + (t % 64) * 8 + 24 + constant;
+            const Expr e = s.address(index, 2);
+            struct Inside : IRVisitor {
+                bool slot_in_xor = false;
+                using IRVisitor::visit;
+                void visit(const Call *c) override {
+                    slot_in_xor = slot_in_xor || (c->is_intrinsic(Call::bitwise_xor) && expr_uses_var(c, "ko"));
+                    IRVisitor::visit(c);
+                }
+            } inside;
+            e.accept(&inside);
+            EXPECT_EQ(inside.slot_in_xor, 2048 % s.period_bytes() != 0) << e;
+            for (int k : {0, 1, 2, 5}) {
+                for (int tv : {0, 7, 63, 64, 200}) {
+                    const Expr at = substitute("ko", Expr(k), substitute("t", Expr(tv), e));
+                    const int64_t i = ((k % 3) * 2 + tv / 64) * 512 + (tv % 64) * 8 + 24 + constant;
+                    const int64_t *x = as_const_int(simplify(at));
+                    ASSERT_TRUE(x) << at;
+                    ASSERT_EQ(*x, s.address(i, 2)) << "ko " << k << ", t " << tv << ", constant " << constant;
+                }
+            }
+        }
+    }
+}
+
 // ---- The bank model ----
 
 alcop::LaneAddresses lanes_at(int64_t stride, int64_t offset = 0) {
