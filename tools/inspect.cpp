@@ -7,10 +7,10 @@
 // Prints a summary of the pipelined loop (stages, slots, copies by kind, guards, barriers) and,
 // per kernel, a line `bank conflicts: N` counted from the index math of its shared-memory
 // accesses after the pass (src/analysis/BankConflicts.h); with --stmt also the Stmt before and
-// after the pass; with --ptx (CUDA targets) writes the
-// kernels' PTX to DIR/<generator>.ptx and, when ptxas is found (PATH or /usr/local/cuda),
-// reports its registers, shared memory and spills. For CUDA targets it also reports each
-// kernel's main loop, counted in its PTX (src/analysis/MainLoop.h). The plain contractions
+// after the pass; with --ptx (CUDA targets) writes the kernels' PTX to DIR/<generator>.ptx. For
+// CUDA targets it also reports each kernel's main loop, counted in its PTX
+// (src/analysis/MainLoop.h), and its registers and spills as ptxas assembles it for sm_80 and
+// sm_90 (when ptxas is found, in PATH or /usr/local/cuda/bin; else it says so). The plain contractions
 // (as_gemm, as_bmm, as_conv2d) are built in too, and the Alcop autoscheduler runs in-process:
 // with `auto_schedule=true`, the kernels it gives them. With a generator that calls
 // alcop::auto_pipeline (e.g. `alcop_inspect gemm auto_pipeline=true`) it also prints the
@@ -29,6 +29,8 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <sstream>
+#include <unistd.h>
 
 using namespace Halide;
 using namespace Halide::Internal;
@@ -46,32 +48,82 @@ std::string ptx_of(const Module &module) {
     return ptx.find(".entry") == std::string::npos ? "" : ptx;
 }
 
-// Writes the module's PTX and summarizes what ptxas makes of it for the PTX's own architecture.
+// Writes the module's PTX to DIR/<generator>.ptx.
 void write_ptx(const std::string &ptx, const std::string &generator, const std::string &dir) {
-    std::smatch arch;
-    if (ptx.empty() || !std::regex_search(ptx, arch, std::regex("\\.target (sm_\\d+)"))) {
+    if (ptx.empty()) {
         std::cout << "no PTX: the target is not CUDA\n";
         return;
     }
     const std::string path = dir + "/" + generator + ".ptx";
     std::ofstream(path) << ptx;
     std::cout << "PTX written to " << path << "\n";
-    const std::string cmd =
-        "PATH=$PATH:/usr/local/cuda/bin ptxas -v -arch=" + arch[1].str() + " " + path + " -o /dev/null 2>&1";
+}
+
+struct Assembled {
+    int registers = -1, spill_bytes = -1;
+};
+
+/** What ptxas -v says of each kernel of `ptx` for `arch`; empty, with the reason in *why, where
+ * ptxas is not found (PATH, then /usr/local/cuda/bin) or rejects the PTX. */
+std::map<std::string, Assembled> assemble(const std::string &ptx, const std::string &arch, std::string *why) {
+    const char *tmp = getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/alcop_inspect_XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0) {
+        *why = "no temporary file for ptxas";
+        return {};
+    }
+    close(fd);
+    std::ofstream(path) << ptx;
+    const std::string cmd = "PATH=$PATH:/usr/local/cuda/bin; command -v ptxas >/dev/null || { echo 'ptxas: not found'; "
+                            "exit 127; }; ptxas -v -arch=" +
+                            arch + " " + path + " -o /dev/null 2>&1";
     FILE *p = popen(cmd.c_str(), "r");
-    char line[512];
+    char line[1024];
     std::string log;
     while (p && fgets(line, sizeof line, p)) log += line;
-    const bool ok = p && pclose(p) == 0;
-    std::smatch m;
-    if (!ok) {
-        std::cout << "ptxas: not run or failed\n" << log;
-    } else if (std::regex_search(log, m, std::regex("Used (\\d+) registers.*"))) {
-        std::smatch spills;
-        std::regex_search(log, spills, std::regex("(\\d+) bytes spill stores"));
-        std::cout << "ptxas " << arch[1] << ": " << m[1] << " registers, " << (spills.empty() ? "?" : spills[1].str())
-                  << " bytes spilled (shared memory is dynamic: see the allocation above)\n";
+    const int status = p ? pclose(p) : -1;
+    std::remove(path.c_str());
+    if (status != 0) {
+        *why = log.find("ptxas: not found") != std::string::npos ? "ptxas not found (PATH, /usr/local/cuda/bin)"
+                                                                : "ptxas failed: " + log;
+        return {};
     }
+    std::map<std::string, Assembled> kernels;
+    std::string kernel;
+    std::istringstream lines(log);
+    std::smatch m;
+    for (std::string l; std::getline(lines, l);) {
+        if (std::regex_search(l, m, std::regex("Compiling entry function '([^']+)'"))) kernel = m[1];
+        if (std::regex_search(l, m, std::regex("(\\d+) bytes spill stores"))) kernels[kernel].spill_bytes = std::stoi(m[1]);
+        if (std::regex_search(l, m, std::regex("Used (\\d+) registers"))) kernels[kernel].registers = std::stoi(m[1]);
+    }
+    return kernels;
+}
+
+/** Each kernel's main loop (src/analysis/MainLoop.h), and its registers and spills as ptxas
+ * assembles it for sm_80 and sm_90. */
+void report_main_loops(const std::string &ptx) {
+    const std::vector<alcop::MainLoopReport> loops = alcop::main_loops(ptx);
+    if (loops.empty()) return;
+    std::map<std::string, std::map<std::string, Assembled>> by_arch;
+    std::string why;
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        by_arch[arch] = assemble(ptx, arch, &why);
+    }
+    for (const alcop::MainLoopReport &r : loops) {
+        std::cout << alcop::to_string(r) << "\n";
+        if (!why.empty()) continue;
+        std::cout << "  ptxas:";
+        for (const auto &[arch, kernels] : by_arch) {
+            auto k = kernels.find(r.kernel);
+            if (k == kernels.end()) continue;
+            std::cout << " " << arch << " " << k->second.registers << " registers, " << k->second.spill_bytes
+                      << " bytes spilled;";
+        }
+        std::cout << "\n";
+    }
+    if (!why.empty()) std::cout << "registers not reported: " << why << "\n";
 }
 
 }  // namespace
@@ -93,9 +145,7 @@ int main(int argc, char **argv) {
             std::cerr << "cannot read " << generator << "\n";
             return 1;
         }
-        for (const alcop::MainLoopReport &r : alcop::main_loops(ptx)) {
-            std::cout << alcop::to_string(r) << "\n";
-        }
+        report_main_loops(ptx);
         return 0;
     }
     // `auto_schedule=true` runs the Alcop autoscheduler in this process (its lowering pass is
@@ -198,9 +248,7 @@ int main(int argc, char **argv) {
     }
     // The steady-state loop of each CUDA kernel, counted in its PTX (src/analysis/MainLoop.h).
     const std::string ptx = ptx_of(module);
-    for (const alcop::MainLoopReport &r : alcop::main_loops(ptx)) {
-        std::cout << alcop::to_string(r) << "\n";
-    }
+    report_main_loops(ptx);
     if (!ptx_dir.empty()) {
         write_ptx(ptx, generator, ptx_dir);
     }
