@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "analysis/BankConflicts.h"
+#include "analysis/PipelineAnalysis.h"
 #include "codegen/TensorCoreMarkers.h"
 
 #include <map>
@@ -277,9 +278,15 @@ private:
 };
 
 /** The tiles of `func` where a swizzle may apply (see the file comment): one per allocation
- * (kernel) that writes it, with `swizzle` still to be set. */
+ * (kernel) that writes it, with `swizzle` still to be set. Why an allocation has none goes to
+ * *why. */
 std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const CollectAccesses &collect, bool pipelined,
-                                             const std::vector<SwizzleAlignedSlots> &aligned_slots) {
+                                             const std::vector<SwizzleAlignedSlots> &aligned_slots, std::string *why) {
+    std::ostringstream reason;
+    auto say = [&]() -> std::ostringstream & {
+        if (reason.tellp() > 0) reason << "; ";
+        return reason;
+    };
     // A pipelined buffer's tile is all its slots, where the plan aligned them to the
     // swizzle's period; slots only 16-byte aligned could straddle a 128-byte window.
     const SwizzleAlignedSlots *slots = nullptr;
@@ -291,7 +298,7 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
     }
     if (!one_range) slots = nullptr;
     if (pipelined && !slots) {
-        debug(1) << "alcop swizzle: " << func << " is pipelined into slots not aligned for the swizzle\n";
+        *why = "its slots are not aligned to the swizzle's period";
         return {};
     }
     // The tile in each allocation: the bytes its producer writes there, one constant range.
@@ -310,22 +317,33 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
     for (auto &[alloc, t] : written) {
         debug(1) << "alcop swizzle: " << func << " in " << alloc << " bounded " << !unbounded.count(alloc)
                  << " bytes [" << t.begin << ", " << t.end << ")\n";
-        if (unbounded.count(alloc)) continue;
+        if (unbounded.count(alloc)) {
+            say() << "the bytes its copies write could not be bounded";
+            continue;
+        }
         if (slots) {
             // Every write lies in the slots, which then are the tile.
-            if (t.begin < slots->begin || t.end > slots->end) continue;
+            if (t.begin < slots->begin || t.end > slots->end) {
+                say() << "its copies' writes are bounded as bytes [" << t.begin << ", " << t.end
+                       << "), beyond its slots [" << slots->begin << ", " << slots->end << ")";
+                continue;
+            }
             t.begin = slots->begin;
             t.end = slots->end;
         }
-        if (t.begin % 128 != 0 || t.end % 128 != 0) continue;
+        if (t.begin % 128 != 0 || t.end % 128 != 0) {
+            say() << "its tile, bytes [" << t.begin << ", " << t.end << "), is not whole 128-byte windows";
+            continue;
+        }
         // Every other access of the allocation is inside the tile or clear of it.
         bool clean = true;
         for (const auto &a : collect.accesses) {
             const Access &x = a.second;
             if (x.allocation != alloc) continue;
-            if (!(x.bounded && ((x.lo >= t.begin && x.hi < t.end) || x.hi < t.begin || x.lo >= t.end))) {
-                debug(1) << "alcop swizzle: " << func << " crossed by an access, bytes [" << x.lo << ", " << x.hi
-                         << "] bounded " << x.bounded << "\n";
+            if (clean && !(x.bounded && ((x.lo >= t.begin && x.hi < t.end) || x.hi < t.begin || x.lo >= t.end))) {
+                say() << "another access of its allocation, " << (x.produced.empty() ? "a read" : "a copy of " + user_name(x.produced))
+                       << (x.bounded ? ", bounded as bytes [" + std::to_string(x.lo) + ", " + std::to_string(x.hi + 1) + ")" : ", unbounded")
+                       << ", crosses its tile, bytes [" << t.begin << ", " << t.end << ")";
                 clean = false;
             }
         }
@@ -334,6 +352,7 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
         t.allocation = alloc;
         tiles.push_back(t);
     }
+    *why = reason.str();
     return tiles;
 }
 
@@ -382,7 +401,15 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
         if (!seen.insert(o.func).second) continue;
         const Swizzle sw = Swizzle::for_rows(o.row_bytes);
         if (sw.is_identity()) continue;
-        for (SwizzledBuffer &t : swizzlable_tiles(o.func, collect, pipelined.count(o.func), aligned_slots)) {
+        std::string why;
+        std::vector<SwizzledBuffer> found = swizzlable_tiles(o.func, collect, pipelined.count(o.func), aligned_slots, &why);
+        if (found.empty()) {
+            // ldmatrix reads 8 rows of one column of chunks: unswizzled, rows a multiple of 128
+            // bytes apart share their banks.
+            user_warning << "alcop: the tensor-core operand tile " << user_name(o.func) << " (rows of " << o.row_bytes
+                         << " bytes) is left unswizzled, so its ldmatrix reads are bank-conflicted: " << why << ".\n";
+        }
+        for (SwizzledBuffer &t : found) {
             t.row_bytes = o.row_bytes;
             t.swizzle = sw;
             tiles.push_back(t);
@@ -399,7 +426,8 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
     std::vector<KernelBankConflicts> kernels;
     int conflicts = 0;
     for (const std::string &func : others) {
-        std::vector<SwizzledBuffer> candidates = swizzlable_tiles(func, collect, true, aligned_slots);
+        std::string why;  // an fp32 tile keeps its layout unless a rule helps: nothing to say
+        std::vector<SwizzledBuffer> candidates = swizzlable_tiles(func, collect, true, aligned_slots, &why);
         if (candidates.empty()) continue;
         if (kernels.empty()) {
             kernels = find_bank_conflicts(s);
