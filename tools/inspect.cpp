@@ -169,7 +169,12 @@ int main(int argc, char **argv) {
         // As the generator executables take them: a plugin to load (another autoscheduler than
         // Alcop, which is built in) and the scheduler that `auto_schedule=true` runs.
         if (arg == "-p" && i + 1 < argc) {
-            load_plugin(argv[++i]);
+            const std::string plugin = argv[++i];
+            if (plugin.find("autoschedule_alcop") != std::string::npos) {
+                std::cerr << "alcop_inspect: the Alcop autoscheduler is built in; " << plugin << " is not loaded\n";
+            } else {
+                load_plugin(plugin);
+            }
             continue;
         }
         if (arg == "-s" && i + 1 < argc) {
