@@ -299,6 +299,7 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
     if (!one_range) slots = nullptr;
     if (pipelined && !slots) {
         *why = "its slots are not aligned to the swizzle's period";
+        debug(1) << "alcop swizzle: " << func << ": " << *why << "\n";
         return {};
     }
     // The tile in each allocation: the bytes its producer writes there, one constant range.
@@ -353,6 +354,7 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
         tiles.push_back(t);
     }
     *why = reason.str();
+    if (!why->empty()) debug(1) << "alcop swizzle: " << func << ": " << *why << "\n";
     return tiles;
 }
 
