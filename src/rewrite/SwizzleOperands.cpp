@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "analysis/BankConflicts.h"
+#include "analysis/KernelContext.h"
 #include "analysis/PipelineAnalysis.h"
 #include "codegen/TensorCoreMarkers.h"
 
@@ -122,6 +123,27 @@ private:
         op->value.accept(this);
         ScopedBinding<Interval> b(scope, op->name, bounds_of_expr_in_scope(op->value, scope));
         op->body.accept(this);
+    }
+    // A copy that fewer threads run than the block has sits under a guard on the thread
+    // index (GuardWithIf on the fused thread loop: `if (ty*32 + tx <= 255)`). Its writes lie
+    // in the tile only for the threads the guard lets through, so the loops are narrowed to
+    // them inside it.
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        KernelContext guarded;
+        guarded.lets = lets;
+        for (const std::string &v : loops) {
+            if (scope.contains(v)) guarded.loops.emplace_back(v, scope.get(v));
+        }
+        guarded.assume(op->condition);
+        for (const auto &l : guarded.loops) {
+            scope.push(l.first, l.second);
+        }
+        op->then_case.accept(this);
+        for (const auto &l : guarded.loops) {
+            scope.pop(l.first);
+        }
+        if (op->else_case.defined()) op->else_case.accept(this);
     }
     void visit(const ProducerConsumer *op) override {
         if (op->is_producer) producing.push_back(op->name);
@@ -358,26 +380,37 @@ std::vector<SwizzledBuffer> swizzlable_tiles(const std::string &func, const Coll
     return tiles;
 }
 
-/** The bank conflicts of `kernels`' accesses (found on the unswizzled Stmt) were `tiles`
- * swizzled: each lane's byte address sent through its tile's map. The map moves whole 16-byte
- * chunks, so an access of up to 16 bytes at its natural alignment stays one access. */
-int conflicts_if_swizzled(const std::vector<KernelBankConflicts> &kernels, const std::vector<SwizzledBuffer> &tiles) {
+/** What sending `kernels`' accesses (found on the unswizzled Stmt) through `tiles`' maps
+ * would give: the bank conflicts left, and how many accesses go through a map of `mapped_by`
+ * (the tiles on trial). The map moves whole 16-byte chunks, so an access of up to 16 bytes at
+ * its natural alignment stays one access. */
+struct SwizzleTrial {
     int conflicts = 0;
+    int mapped = 0;
+};
+SwizzleTrial try_swizzle(const std::vector<KernelBankConflicts> &kernels, const std::vector<SwizzledBuffer> &tiles,
+                         const std::vector<SwizzledBuffer> &mapped_by = {}) {
+    SwizzleTrial trial;
     for (const KernelBankConflicts &k : kernels) {
         for (const SharedAccess &a : k.accesses) {
             LaneAddresses lanes = a.lanes;
+            bool mapped = false;
             for (std::optional<int64_t> &lane : lanes) {
                 for (const SwizzledBuffer &t : tiles) {
                     if (lane && t.allocation == a.buffer && *lane >= t.begin && *lane < t.end) {
+                        for (const SwizzledBuffer &m : mapped_by) {
+                            mapped = mapped || (m.allocation == t.allocation && m.begin == t.begin);
+                        }
                         lane = t.swizzle.address(*lane, 1);
                         break;
                     }
                 }
             }
-            conflicts += count_bank_conflicts(lanes, a.access_bytes).conflicts();
+            trial.conflicts += count_bank_conflicts(lanes, a.access_bytes).conflicts();
+            trial.mapped += mapped;
         }
     }
-    return conflicts;
+    return trial;
 }
 
 }  // namespace
@@ -402,7 +435,19 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
     for (const OperandRows &o : operands) {
         if (!seen.insert(o.func).second) continue;
         const Swizzle sw = Swizzle::for_rows(o.row_bytes);
-        if (sw.is_identity()) continue;
+        if (sw.is_identity()) {
+            // ldmatrix reads one chunk of 8 rows: rows of an odd number of chunks put them in 8
+            // different chunk columns of a 128-byte window; rows of c chunks share banks
+            // gcd(c, 8) ways, which no map of whole chunks within rows of this width undoes.
+            const int64_t ways = std::gcd(o.row_bytes / Swizzle::chunk_bytes, int64_t(8));
+            if (ways > 1) {
+                user_warning << "alcop: the tensor-core operand tile " << user_name(o.func) << " (rows of " << o.row_bytes
+                             << " bytes) is left unswizzled, so its ldmatrix reads are " << ways
+                             << "-way bank-conflicted: the swizzle takes rows of 32 or 64 bytes or a multiple of 128 "
+                                "(of 2-byte elements: a k tile or block width of 16, 32 or a multiple of 64).\n";
+            }
+            continue;
+        }
         std::string why;
         std::vector<SwizzledBuffer> found = swizzlable_tiles(o.func, collect, pipelined.count(o.func), aligned_slots, &why);
         if (found.empty()) {
@@ -433,10 +478,15 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
         if (candidates.empty()) continue;
         if (kernels.empty()) {
             kernels = find_bank_conflicts(s);
-            conflicts = conflicts_if_swizzled(kernels, tiles);
+            conflicts = try_swizzle(kernels, tiles).conflicts;
         }
         if (conflicts == 0) break;
+        // A window map costs each access that goes through it about four issue slots (shift,
+        // and, shift, xor; the fragment reads of an fp32 tile are scalar, so nothing folds),
+        // and an SM issues four warp instructions in the time its shared memory serves one
+        // wavefront: a rule pays only where it saves more wavefronts than it maps accesses.
         std::vector<SwizzledBuffer> best;
+        int best_gain = 0;
         for (int bits = 1; bits <= 3; bits++) {
             std::vector<SwizzledBuffer> trial = tiles;
             for (SwizzledBuffer &t : candidates) {
@@ -444,15 +494,19 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
                 t.row_bytes = t.swizzle.row_bytes;
                 trial.push_back(t);
             }
-            const int c = conflicts_if_swizzled(kernels, trial);
-            debug(1) << "alcop swizzle: " << func << " windows flipped on " << bits << " bits: " << c
-                     << " bank conflicts (" << conflicts << " before)\n";
-            if (c < conflicts) {
-                conflicts = c;
+            const SwizzleTrial result = try_swizzle(kernels, trial, candidates);
+            const int gain = (conflicts - result.conflicts) - result.mapped;
+            debug(1) << "alcop swizzle: " << func << " windows flipped on " << bits << " bits: " << result.conflicts
+                     << " bank conflicts (" << conflicts << " before), " << result.mapped << " accesses mapped\n";
+            if (gain > best_gain) {
+                best_gain = gain;
                 best = candidates;
             }
         }
-        tiles.insert(tiles.end(), best.begin(), best.end());
+        if (!best.empty()) {
+            tiles.insert(tiles.end(), best.begin(), best.end());
+            conflicts = try_swizzle(kernels, tiles).conflicts;
+        }
     }
     if (tiles.empty()) return s;
     if (plan) plan->insert(plan->end(), tiles.begin(), tiles.end());

@@ -89,6 +89,96 @@ TEST(BankConflicts, EightByEightThreadTiles) {
     }
 }
 
+// --- Tensor-core tiles as users write them: block, warp and k tiles, register stages.
+
+struct TensorCoreTiles {
+    std::string type;
+    int block, warp_m, warp_n, tile_k, register_stages;
+};
+
+void PrintTo(const TensorCoreTiles &t, std::ostream *os) {
+    *os << t.type << " block " << t.block << " warp " << t.warp_m << "x" << t.warp_n << " k " << t.tile_k << " R"
+        << t.register_stages;
+}
+
+/** Every combination the gemm generator accepts at CUDA's stock 48 KB of shared memory with 3
+ * stages (2 register stages need 2 k steps of 16 per chunk). */
+std::vector<TensorCoreTiles> tensor_core_tiles() {
+    std::vector<TensorCoreTiles> all;
+    for (const char *type : {"f16", "bf16"}) {
+        for (int block : {64, 128}) {
+            for (int warp_m : {32, 64}) {
+                for (int warp_n : {32, 64}) {
+                    for (int tile_k : {16, 32, 64}) {
+                        for (int r : {1, 2}) {
+                            const bool fits = 3 * 2 * block * tile_k * 2 <= 48 * 1024;
+                            if (!fits || (r == 2 && tile_k < 32)) continue;
+                            // bf16 shares the f16 layouts: a few of its tiles suffice.
+                            if (std::string(type) == "bf16" && (warp_m != warp_n || r != 2)) continue;
+                            all.push_back({type, block, warp_m, warp_n, tile_k, r});
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return all;
+}
+
+class TensorCoreTilesUsersWrite : public ::testing::TestWithParam<TensorCoreTiles> {};
+
+// Each operand tile is swizzled for its rows (plan/Swizzle.h, for_rows) whatever threads copy
+// it: with 32 x 32 warps in a 128 x 128 block, 512 threads copy A's 4096-byte slots in 16-byte
+// vectors, so half of them do, under a guard on the thread index that the tile's bounds must
+// see (it was left unswizzled, with 64 conflicts, before they did).
+TEST_P(TensorCoreTilesUsersWrite, AreSwizzledAndConflictFree) {
+    const TensorCoreTiles t = GetParam();
+    testing::internal::CaptureStderr();
+    const std::vector<alcop::KernelBankConflicts> kernels = gemm_kernels({{"type", t.type},
+                                                                          {"block_m", std::to_string(t.block)},
+                                                                          {"block_n", std::to_string(t.block)},
+                                                                          {"warp_m", std::to_string(t.warp_m)},
+                                                                          {"warp_n", std::to_string(t.warp_n)},
+                                                                          {"tile_k", std::to_string(t.tile_k)},
+                                                                          {"register_stages", std::to_string(t.register_stages)}});
+    const std::string warned = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(warned.find("left unswizzled"), std::string::npos) << warned;
+    expect_conflict_free(kernels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemm, TensorCoreTilesUsersWrite, ::testing::ValuesIn(tensor_core_tiles()),
+                         [](const auto &info) {
+                             const TensorCoreTiles &t = info.param;
+                             return t.type + "_b" + std::to_string(t.block) + "_w" + std::to_string(t.warp_m) + "x" +
+                                    std::to_string(t.warp_n) + "_k" + std::to_string(t.tile_k) + "_r" +
+                                    std::to_string(t.register_stages);
+                         });
+
+// A tile whose rows the swizzle cannot take is said, with the Func, its rows and why: a k tile of
+// 48 makes A's rows 96 bytes (6 chunks), which share banks 2 ways under ldmatrix.
+TEST(BankConflicts, AnOperandTileTheSwizzleCannotTakeIsAWarningNamingTheFunc) {
+    testing::internal::CaptureStderr();
+    const std::vector<alcop::KernelBankConflicts> kernels = gemm_kernels(
+        {{"type", "f16"}, {"block_m", "64"}, {"block_n", "64"}, {"warp_m", "32"}, {"warp_n", "32"}, {"tile_k", "48"}});
+    const std::string warned = testing::internal::GetCapturedStderr();
+    EXPECT_NE(warned.find("alcop: the tensor-core operand tile A_shared (rows of 96 bytes) is left unswizzled, so its "
+                          "ldmatrix reads are 2-way bank-conflicted: the swizzle takes rows of 32 or 64 bytes or a "
+                          "multiple of 128"),
+              std::string::npos)
+        << warned;
+    // What is left is ldmatrix reads, each 2-way (B's rows, 128 bytes, are swizzled).
+    ASSERT_EQ(kernels.size(), 1u);
+    int a_conflicts = 0;
+    for (const alcop::SharedAccess &a : kernels[0].accesses) {
+        if (a.is_ldmatrix && a.cost.conflicts() > 0) {
+            EXPECT_EQ(a.cost.wavefronts, 2 * a.cost.phases) << describe(kernels);
+            a_conflicts += a.cost.conflicts();
+        }
+    }
+    EXPECT_EQ(a_conflicts, kernels[0].conflicts()) << describe(kernels);
+    EXPECT_GT(a_conflicts, 0);
+}
+
 std::vector<alcop::KernelBankConflicts> autoscheduled_gemm_kernels(bool benchmark) {
     ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
     Var x("x"), y("y");
