@@ -1,9 +1,11 @@
 #include "copy/CopyLowering.h"
 
 #include "Error.h"
+#include "analysis/PipelineAnalysis.h"
 #include "codegen/AsyncCopyMarkers.h"
 
 #include <optional>
+#include <sstream>
 
 namespace alcop {
 
@@ -105,8 +107,10 @@ Expr slice(const Expr &e, int first, int lanes) {
 }
 
 /** The cp.async form of `shared[index] = value`, or undefined (and why, at debug level 2)
- * when it does not qualify. */
-Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment) {
+ * when it does not qualify. A dense copy from an input buffer whose address is not provably
+ * aligned to the copy's size sets *unaligned to that input. */
+Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment,
+                 Parameter *unaligned) {
     auto stays_synchronous = [&](const char *why) {
         debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value
                  << "\n";
@@ -131,6 +135,7 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
     if (!load || !is_const_one(load->predicate) || !dense(load->index)) return stays_synchronous("not a dense load");
     if (!load->param.defined() || load->param.host_alignment() % bytes != 0 ||
         !aligned_to(load->alignment, eb, bytes)) {
+        if (load->param.defined() && load->param.is_buffer()) *unaligned = load->param;
         return stays_synchronous("global address not provably aligned");
     }
     // A copy moves bits. Halide 14 hands fp16 and bf16 values to an extern call as 16-bit
@@ -195,12 +200,15 @@ class SplitCopy : public IRMutator {
             std::vector<Stmt> pieces;
             for (int first = 0; t.lanes() % piece == 0 && first < t.lanes(); first += piece) {
                 const bool whole = piece == t.lanes();
+                Parameter input;
                 Stmt s = async_store(op, whole ? op->index : slice(op->index, first, piece),
-                                     whole ? op->value : slice(op->value, first, piece), op->alignment + first);
+                                     whole ? op->value : slice(op->value, first, piece), op->alignment + first, &input);
+                if (input.defined()) unaligned.push_back(input);
                 if (!s.defined()) break;
                 pieces.push_back(s);
             }
             if ((int)pieces.size() * piece == t.lanes()) {
+                async_copies += before;
                 writes_slot = writes_slot || before;
                 return before ? Block::make(pieces) : Evaluate::make(0);
             }
@@ -237,13 +245,53 @@ public:
     }
 
     int staged_copies = 0;
+    int async_copies = 0;
+    /** The inputs of copies that are not cp.async only because their alignment is unknown. */
+    std::vector<Parameter> unaligned;
 };
+
+/** The Func a copy produces (the producer marker in it), or "". */
+std::string produced_by(const Stmt &copy) {
+    class Finder : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const ProducerConsumer *op) override {
+            if (op->is_producer && name.empty()) name = op->name;
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::string name;
+    } finder;
+    copy.accept(&finder);
+    return finder.name;
+}
+
+/** The constraints that would let Halide prove `input`'s 16-byte vectors aligned, as a user
+ * writes them, each with "; " after it: what is missing of a 16-byte aligned allocation, a
+ * first element at 0 and strides that are whole vectors. */
+std::string missing_alignment(const Parameter &input) {
+    std::ostringstream lines;
+    const std::string &n = input.name();
+    const int vector = std::max(1, 16 / input.type().bytes());
+    if (input.host_alignment() % 16 != 0) lines << n << ".set_host_alignment(16); ";
+    const Expr min = input.min_constraint(0);
+    if (!min.defined() || !is_const_zero(min)) lines << n << ".dim(0).set_min(0); ";
+    for (int d = 1; d < input.dimensions(); d++) {
+        if (!input.stride_constraint(d).defined()) {
+            lines << n << ".dim(" << d << ").set_stride((" << n << ".dim(" << d << ").stride() / " << vector << ") * "
+                  << vector << "); ";
+        }
+    }
+    return lines.str();
+}
 
 class Lowering : public CopyLowering {
     const CopyKind kind;
+    int async_copies = 0;             ///< cp.async made since the last finish()
+    std::set<std::string> *warned;  ///< the inputs already said to be unaligned
 
 public:
-    Lowering(CopyKind kind) : kind(kind) {
+    Lowering(CopyKind kind, std::set<std::string> *warned) : kind(kind), warned(warned) {
         user_assert(kind != CopyKind::Async || async_copy_rewrite_registered())
             << "alcop: asynchronous copies need the NVPTX rewrite of cp.async markers, which is not registered "
             << "in this process (link the alcop library whole).\n";
@@ -260,6 +308,21 @@ public:
         SplitCopy split(kind == CopyKind::Async, stageable, registers);
         IssuedCopy result;
         result.before_compute = IfThenElse::make(in_range, split.split(copy, true));
+        async_copies += split.async_copies;
+        for (const Parameter &input : split.unaligned) {
+            if (!warned->insert(input.name()).second) continue;
+            const std::string missing = missing_alignment(input);
+            user_warning << "alcop: the copies of " << user_name(produced_by(copy)) << " from " << input.name()
+                         << " into shared memory are loads and stores through registers, not cp.async: Halide "
+                         << "cannot prove their 16-byte vectors of " << input.name()
+                         << " aligned. "
+                         << (missing.empty() ? "Its constraints are set, so a tile starts off a whole vector: make the "
+                                               "tiles' offsets along its first dimension multiples of " +
+                                                   std::to_string(16 / input.type().bytes()) + " elements." :
+                                               "Promise what it needs where " + input.name() + " is declared: " +
+                                                   missing.substr(0, missing.size() - 1))
+                         << "\n";
+        }
         if (stageable && split.staged_copies > 0) {
             result.after_compute = IfThenElse::make(in_range, split.split(copy, false));
             result.registers.push_back({registers, stores[0]->value.type().element_of(), split.register_count()});
@@ -276,6 +339,23 @@ public:
         if (kind != CopyKind::Async) return Stmt();
         return Evaluate::make(Call::make(Int(32), async_wait_name, {in_flight}, Call::Extern));
     }
+
+    // A loop none of whose copies became cp.async has no group to commit or wait for: its
+    // barriers alone publish the slots, as with register-staged copies.
+    Stmt finish(const Stmt &pipelined) override {
+        const int made = async_copies;
+        async_copies = 0;
+        if (kind != CopyKind::Async || made > 0) return pipelined;
+        class DropGroups : public IRMutator {
+            using IRMutator::visit;
+            Stmt visit(const Evaluate *op) override {
+                const Call *c = op->value.as<Call>();
+                if (c && (c->name == async_commit_name || c->name == async_wait_name)) return Evaluate::make(0);
+                return op;
+            }
+        } drop;
+        return drop.mutate(pipelined);
+    }
 };
 
 }  // namespace
@@ -284,8 +364,8 @@ Stmt with_registers(const std::string &name, Type t, int elements, const Stmt &b
     return Allocate::make(name, t, MemoryType::Register, {elements}, const_true(), Block::make(body, Free::make(name)));
 }
 
-std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind) {
-    return std::make_unique<Lowering>(kind);
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs) {
+    return std::make_unique<Lowering>(kind, unaligned_inputs);
 }
 
 CopyKind copy_kind_for(DeviceAPI device, const Target &target, CopyKind requested) {

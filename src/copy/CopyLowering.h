@@ -27,6 +27,7 @@
 #include "alcop/Directive.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,11 @@ public:
 /** Registers a copy is staged through are named with this prefix. */
 constexpr const char *staging_prefix = "alcop_staged";
 
-std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind);
+/** The lowering of `kind`. With Async, a copy from an input that is not cp.async only because
+ * Halide cannot prove its address aligned is a warning naming the Func, the input and the
+ * constraints that are missing, once per input in `unaligned_inputs` (the pass's); a loop none
+ * of whose copies became cp.async gets no commit or wait (finish). */
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs);
 
 /** The kind for a kernel: what `requested` says, where Auto means Async for CUDA kernels on
  * targets with cuda_capability >= 80 and RegisterStaged for every other GPU kernel. Async is

@@ -71,6 +71,7 @@ class InjectPipelines : public IRMutator {
     std::map<const For *, std::pair<const PipelineLoop *, const LoopPlan *>> loops;
     std::map<const Allocate *, std::pair<const KernelPlan *, CopyKind>> allocations;
     std::unique_ptr<CopyLowering> copies;
+    std::set<std::string> unaligned_inputs;  ///< said once per pass (make_copy_lowering)
 
     // The anchor of the slots of the allocation being rewritten, in slot_alignment units.
     Expr anchor_units;
@@ -138,7 +139,7 @@ class InjectPipelines : public IRMutator {
             return IRMutator::visit(op);
         }
         const KernelPlan &plan = *it->second.first;
-        copies = hooks.copies ? hooks.copies() : make_copy_lowering(it->second.second);
+        copies = hooks.copies ? hooks.copies() : make_copy_lowering(it->second.second, &unaligned_inputs);
         internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
         const int bytes = op->type.bytes();
         Expr old_bytes = op->extents[0] * bytes;

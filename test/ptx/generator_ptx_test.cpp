@@ -348,21 +348,26 @@ TEST(AsyncCopies, WideVectorsAreSplitInto16BytePieces) {
     EXPECT_EQ(count(ptx, "st.shared"), 0);
 }
 
-TEST(AsyncCopies, CopiesNotProvablyAlignedAreStagedThroughRegisters) {
-    // A GEMM that reads A from its second column on (A(k + 1, m)): no 16-byte copy of A is
-    // aligned, so A's copies are loaded into registers and stored into their slot after the
-    // compute, while B's stay cp.async; both in the same pipeline.
+/** A GEMM whose copies of A start at A(k + a_offset, m), compiled for sm_80: its PTX and what
+ * the pass warned. `promised`: which of A and B carry the constraints that prove 16-byte
+ * vectors aligned (a 16-byte aligned allocation, a first element at 0, whole-vector strides). */
+struct OffsetGemm {
+    std::string ptx, warnings;
+};
+OffsetGemm offset_gemm(int a_offset, bool promise_a, bool promise_b) {
     ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
     Halide::Var k("k"), m("m"), n("n"), x("x"), y("y");
     Halide::Func A_shared("A_shared"), B_shared("B_shared"), prod("prod"), out("out");
     const int vw = 4, kt = 8;
     for (ImageParam *in : {&A, &B}) {
+        if (in == &A ? !promise_a : !promise_b) continue;
         in->set_host_alignment(16);
         in->dim(0).set_min(0);
         in->dim(1).set_stride((in->dim(1).stride() / vw) * vw);
     }
     Expr K = B.dim(1).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
-    A_shared(k, m) = select(k < K && m < M, A(unsafe_promise_clamped(k + 1, 1, K), clamp(m, 0, M - 1)), 0.0f);
+    A_shared(k, m) = select(k < K && m < M, A(unsafe_promise_clamped(k + a_offset, a_offset, K), clamp(m, 0, M - 1)),
+                            0.0f);
     B_shared(n, k) = select(k < K && n < N, B(unsafe_promise_clamped(n, 0, N - 1), clamp(k, 0, K - 1)), 0.0f);
     RDom r(0, kt, 0, (K + kt - 1) / kt, "r");
     prod(x, y) = 0.0f;
@@ -375,11 +380,50 @@ TEST(AsyncCopies, CopiesNotProvablyAlignedAreStagedThroughRegisters) {
     alcop::Options options;
     options.target = Target("host-cuda-cuda_capability_80");
     alcop::enable(p, options);
-    const std::string ptx = kernel_source::of(p.compile_to_module({A, B}, "offset_gemm", options.target));
-    ASSERT_FALSE(ptx.empty());
-    EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 3);
-    EXPECT_GT(count(ptx, "st.shared"), 0);
-    EXPECT_EQ(count(ptx, "cp.async.commit_group"), 3);
+    OffsetGemm g;
+    testing::internal::CaptureStderr();
+    g.ptx = kernel_source::of(p.compile_to_module({A, B}, "offset_gemm", options.target));
+    g.warnings = testing::internal::GetCapturedStderr();
+    return g;
+}
+
+TEST(AsyncCopies, CopiesNotProvablyAlignedAreStagedThroughRegisters) {
+    // A read from its second column on (A(k + 1, m)): no 16-byte copy of A is aligned, so A's
+    // copies are loaded into registers and stored into their slot after the compute, while B's
+    // stay cp.async; both in the same pipeline. The constraints are all there: the offset is
+    // what the warning names.
+    const OffsetGemm g = offset_gemm(1, true, true);
+    ASSERT_FALSE(g.ptx.empty());
+    EXPECT_EQ(count(g.ptx, "cp.async.cg.shared.global"), 3);
+    EXPECT_GT(count(g.ptx, "st.shared"), 0);
+    EXPECT_EQ(count(g.ptx, "cp.async.commit_group"), 3);
+    EXPECT_NE(g.warnings.find("alcop: the copies of A_shared from A into shared memory are loads and stores through "
+                              "registers, not cp.async: Halide cannot prove their 16-byte vectors of A aligned. Its "
+                              "constraints are set, so a tile starts off a whole vector"),
+              std::string::npos)
+        << g.warnings;
+    EXPECT_EQ(g.warnings.find("from B"), std::string::npos) << g.warnings;
+}
+
+// Without the constraints, the warning gives the lines that promise them, once per input; when
+// no copy of a loop is cp.async, the loop has no commit or wait (its barriers publish the slots).
+TEST(AsyncCopies, AnInputNotPromisedAlignedIsAWarningWithTheLinesThatPromiseIt) {
+    const OffsetGemm one = offset_gemm(0, false, true);
+    const std::string lines = "Promise what it needs where A is declared: A.set_host_alignment(16); "
+                              "A.dim(0).set_min(0); A.dim(1).set_stride((A.dim(1).stride() / 4) * 4)";
+    EXPECT_NE(one.warnings.find(lines), std::string::npos) << one.warnings;
+    EXPECT_EQ(one.warnings.find(lines), one.warnings.rfind(lines)) << "said twice: " << one.warnings;
+    EXPECT_EQ(count(one.ptx, "cp.async.cg.shared.global"), 3);  // B's
+    EXPECT_EQ(count(one.ptx, "cp.async.commit_group"), 3);
+
+    const OffsetGemm none = offset_gemm(0, false, false);
+    EXPECT_NE(none.warnings.find("from B into shared memory"), std::string::npos) << none.warnings;
+    EXPECT_EQ(count(none.ptx, "cp.async"), 0);
+    EXPECT_GT(count(none.ptx, "bar.sync"), 0);
+
+    const OffsetGemm promised = offset_gemm(0, true, true);
+    EXPECT_EQ(promised.warnings.find("not cp.async"), std::string::npos) << promised.warnings;
+    EXPECT_EQ(count(promised.ptx, "cp.async.cg.shared.global"), 6);
 }
 
 TEST(RegisterStaged, WithoutCpAsyncTheLoadsComeBeforeTheCompute) {
