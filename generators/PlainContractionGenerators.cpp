@@ -3,6 +3,8 @@
 //   as_gemm:   out(x, y)        = sum_r A(r, y) * B(x, r)
 //   as_gemm_into_output: the same GEMM accumulated in the output itself (out = 0; out += A * B)
 //   as_gemm_relu: max(GEMM, 0), which the autoscheduler does not recognize (plain GPU schedule)
+//   as_gemm_bias: the GEMM accumulated onto a bias (prod(x, y) = bias(x); prod += A * B), whose
+//              edge blocks compute the bias past N (the plugin clamps its reads)
 //   as_bmm:    out(x, y, b)     = sum_r A(r, y, b) * B(x, r, b)
 //   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
 //              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
@@ -160,6 +162,31 @@ private:
     Var x{"x"}, y{"y"};
 };
 
+class GemmBias : public Generator<GemmBias> {
+public:
+    GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Input<Buffer<float>> bias{"bias", 1};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = bias(x);
+        prod(x, y) += A(r, y) * B(x, r);
+        out(x, y) = prod(x, y);
+
+        A.set_estimates({{0, K}, {0, M}});
+        B.set_estimates({{0, N}, {0, K}});
+        bias.set_estimates({{0, N}});
+        out.set_estimates({{0, N}, {0, M}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
 class GemmRelu : public Generator<GemmRelu> {
 public:
     Input<Buffer<float>> A{"A", 2};
@@ -287,5 +314,6 @@ private:
 HALIDE_REGISTER_GENERATOR(Gemm, as_gemm)
 HALIDE_REGISTER_GENERATOR(GemmIntoOutput, as_gemm_into_output)
 HALIDE_REGISTER_GENERATOR(GemmRelu, as_gemm_relu)
+HALIDE_REGISTER_GENERATOR(GemmBias, as_gemm_bias)
 HALIDE_REGISTER_GENERATOR(Bmm, as_bmm)
 HALIDE_REGISTER_GENERATOR(Conv2d, as_conv2d)

@@ -1,6 +1,7 @@
 #include "autoscheduler/Contraction.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -168,6 +169,44 @@ bool all_pure(const Function &f, std::string *impure) {
         }
     }
     return true;
+}
+
+/** Calls `fn` on every Call in `values`, outer calls first. */
+void visit_calls(const std::vector<Expr> &values, const std::function<void(const Call *)> &fn) {
+    class Visit : public IRVisitor {
+        using IRVisitor::visit;
+        const std::function<void(const Call *)> &fn;
+        void visit(const Call *op) override {
+            fn(op);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        explicit Visit(const std::function<void(const Call *)> &fn) : fn(fn) {
+        }
+    } visit(fn);
+    for (const Expr &v : values) {
+        v.accept(&visit);
+    }
+}
+
+/** The first buffer (an input or an embedded Buffer) `g` reads, itself or through the Funcs it
+ * calls, or "". */
+std::string buffer_read_by(const Function &g) {
+    class FindImage : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Image && name.empty()) name = op->name;
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::string name;
+    } find;
+    for (const auto &kv : find_transitive_calls(g)) {
+        Function(kv.second).accept(&find);
+    }
+    return find.name;
 }
 
 }  // namespace
@@ -338,6 +377,38 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
             return fail("the operand " + call->name + " depends on " + impure +
                         ", which is not a pure Func (updates and extern stages are not staged)");
         }
+    }
+
+    // What f starts from (a bias): the edge blocks compute f past the output's edges, where
+    // the schedule clamps the input buffers f's pure definition reads; a buffer read through
+    // other Funcs it could not clamp. (An output that accumulates itself starts in the output,
+    // whose edges are guarded.)
+    if (!c.output_is_reduction) {
+        std::string refused;
+        visit_calls(f.values(), [&](const Call *call) {
+            if (!refused.empty()) return;
+            if (call->call_type == Call::Image) {
+                refused = "the initial value of " + f.name() + " reads the buffer " + call->name +
+                          " itself, which the edge blocks would read past its edges (read it through a Func)";
+                return;
+            }
+            if (call->call_type != Call::Halide || !call->func.defined() || call->name == f.name()) return;
+            Operand in = make_operand(call);
+            if (in.image) {
+                for (const Operand &known : c.init_inputs) {
+                    if (known.func.name() == in.func.name()) return;
+                }
+                c.init_inputs.push_back(in);
+                return;
+            }
+            const std::string buffer = buffer_read_by(in.func);
+            if (!buffer.empty()) {
+                refused = "the initial value of " + f.name() + " reads " + call->name + ", which reads the buffer " +
+                          buffer + " through other Funcs: the edge blocks compute it past the output's edges, " +
+                          "where only a plain read of an input buffer can be clamped";
+            }
+        });
+        if (!refused.empty()) return fail(refused);
     }
 
     // The reduction domain.

@@ -92,6 +92,10 @@ struct Contraction {
     /** The output is an init plus `out += f` (f the accumulating Func): its update stage reads f. */
     bool output_accumulates = false;
     Operand a, b;                        ///< a: the M side; b: the N side
+    /** The input buffers (as Funcs that read them plainly) the accumulating Func's pure
+     * definition reads, e.g. a bias: the edge blocks compute it past the output's edges, so the
+     * schedule reads them at clamped coordinates. */
+    std::vector<Operand> init_inputs;
     std::vector<ContractionDim> dims;    ///< in the output's dimension order
     std::vector<ContractionRVar> rvars;  ///< innermost first; rvars[0] is chunked by the k tile
     model::Problem problem;              ///< at the estimates

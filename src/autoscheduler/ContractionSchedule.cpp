@@ -292,6 +292,18 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
     return w;
 }
 
+/** The input buffers f starts from (a bias, Contraction::init_inputs) read at clamped
+ * coordinates: f is computed over whole block tiles, past the output's edges. */
+void clamp_initial_inputs(Schedule &schedule, const Contraction &c, FuncRef f) {
+    for (const Operand &in : c.init_inputs) {
+        const FuncRef w = schedule.wrapper(schedule.pipeline_func(in.func), f);
+        schedule.clamp_to_input_bounds(w, {},
+                                       "The edge blocks compute " + c.reduction.name() +
+                                           "'s initial value past the output's edges: they read " +
+                                           in.image->name() + " at clamped coordinates.");
+    }
+}
+
 }  // namespace
 
 void split_off_reduction(Schedule &schedule, const Contraction &c) {
@@ -466,6 +478,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
             if (s.reg_stages > 1) schedule.pipeline(frag, s.reg_stages, true);
         }
     }
+    clamp_initial_inputs(schedule, c, f);
     schedule.enable();
     return chunking;
 }
@@ -552,6 +565,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     // The mma fragments in R register slots: ldmatrix R - 1 k steps ahead, across chunks
     // (map_candidate keeps R >= 2 to where it applies).
     if (s.reg_stages > 1) schedule.pipeline(f, s.reg_stages, true);
+    clamp_initial_inputs(schedule, c, f);
     schedule.enable();
     Chunking chunking;
     chunking.exact = true;

@@ -13,6 +13,7 @@
 #include "as_bmm.h"
 #include "as_conv2d.h"
 #include "as_gemm.h"
+#include "as_gemm_bias.h"
 #include "as_gemm_into_output.h"
 #include "as_gemm_k256.h"
 #include "as_gemm_relu.h"
@@ -112,6 +113,41 @@ TEST(AutoscheduledGemmRelu, PlainScheduleMatchesReference) {
         EXPECT_EQ(gemm_mismatches(s, false, as_gemm_relu, true), 0) << describe(s);
     }
 }
+
+class AutoscheduledGemmBias : public ::testing::TestWithParam<MatShape> {};
+
+// The accumulator starts from a bias (prod(x, y) = bias(x)): the edge blocks compute it past N,
+// where the plugin's schedule reads the bias at clamped coordinates (it failed at run time,
+// "bias is accessed at 255, which is beyond the max (129)", before). Estimates: 128 cubed.
+TEST_P(AutoscheduledGemmBias, MatchesReference) {
+    const MatShape s = GetParam();
+    Buffer<float> a(s.k, s.m), b(s.n, s.k), bias(s.n);
+    fill_random(a, s.m * 131 + s.k);
+    fill_random(b, s.n * 17 + s.k);
+    fill_random(bias, s.n * 7 + 1);
+    Buffer<float> out = poisoned({s.n, s.m});
+    ASSERT_EQ(as_gemm_bias(a, b, bias, out), 0) << describe(s);
+    out.copy_to_host();
+    int bad = 0;
+    for (int y = 0; y < s.m; y++) {
+        for (int x = 0; x < s.n; x++) {
+            double ref = bias(x), scale = std::abs(bias(x));
+            for (int i = 0; i < s.k; i++) {
+                ref += (double)a(i, y) * b(x, i);
+                scale += std::abs((double)a(i, y) * b(x, i));
+            }
+            bad += !reference::close(out(x, y), ref, scale);
+        }
+    }
+    EXPECT_EQ(bad, 0) << describe(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemmBias,
+                         ::testing::Values(MatShape{1, 128, 128, 128},  // the estimate
+                                           MatShape{1, 200, 130, 250},  // tails in M, N and K
+                                           MatShape{1, 100, 70, 50},    // every tail, K under the estimate
+                                           MatShape{1, 1, 1, 1}),       // one element
+                         [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
 
 class AutoscheduledBmm : public ::testing::TestWithParam<MatShape> {};
 

@@ -17,6 +17,7 @@
 #include "as_conv2d.schedule.h"
 #include "as_conv2d_f16.schedule.h"
 #include "as_gemm.schedule.h"
+#include "as_gemm_bias.schedule.h"
 #include "as_gemm_f16.schedule.h"
 #include "as_gemm_f16_r2.schedule.h"
 #include "as_gemm_into_output.schedule.h"
@@ -127,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Case{"as_gemm", "as_gemm", apply_schedule_as_gemm},
         Case{"as_gemm_into_output", "as_gemm_into_output", apply_schedule_as_gemm_into_output},
+        Case{"as_gemm_bias", "as_gemm_bias", apply_schedule_as_gemm_bias},  // the bias read clamped
         Case{"as_bmm", "as_bmm", apply_schedule_as_bmm}, Case{"as_conv2d", "as_conv2d", apply_schedule_as_conv2d},
         Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu, false},
         Case{"as_gemm_f16",
