@@ -58,6 +58,11 @@ public:
     // (the stages are then ignored; register_stages >= 2 still leaves the fragment loop serial,
     // as the automatic register level needs).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
+    // The launch limits of the app that links the library: "" for Halide 14's runtime (48 KiB
+    // of shared memory, 64 registers per thread on CUDA), "optin" for an app that links
+    // HalideAlcop::cuda_opt_in (alcop::Options::cuda_opt_in), as the autoscheduled
+    // generators' `limits`.
+    GeneratorParam<std::string> limits{"limits", ""};
 
     void enable_pipelines(const alcop::Options &options) {
         alcop::enable(this->get_pipeline(), options);
@@ -132,6 +137,10 @@ protected:
      * auto_pipeline=true, else Self's enable_pipelines. */
     void install_pass(alcop::Options options) {
         options.target = this->get_target();
+        const std::string declared = limits;
+        _halide_user_assert(declared.empty() || declared == "optin")
+            << "The contraction generators' limits is \"" << declared << "\"; it takes \"\" (Halide 14's runtime) or \"optin\" (the app links HalideAlcop::cuda_opt_in).\n";
+        options.cuda_opt_in = declared == "optin";
         if (auto_pipeline) {
             alcop::auto_pipeline(this->get_pipeline(), options);
         } else {

@@ -121,12 +121,22 @@ struct Options {
      * and less than AMD's and Intel's GPUs (64 KiB) and pocl offer; set the limit for a device
      * with less (the OpenCL minimum is 32 KiB). */
     int64_t shared_memory_limit = 0;
-    /** 32-bit registers per thread that the register slots of one fragment loop
-     * (Level::Register) may take; over it, a user error. 0: the target's default, 64 on CUDA
-     * (Halide 14's runtime caps every kernel at 64 registers; the opt-in lifts the cap to 255,
-     * model::RuntimeLimits), 255 elsewhere (the most a thread of any GPU the model knows holds
-     * before it spills). At most 512: no GPU gives a thread more. */
+    /** 32-bit registers per thread a thread of a kernel may use. The register slots of one
+     * fragment loop (Level::Register) over it are a user error; a kernel whose estimate
+     * (src/analysis/KernelRegisters.h) is over it gets a warning naming its Func, the estimate,
+     * the limit and the fix, since ptxas would spill the rest to local memory (a user error with
+     * spills_are_errors). 0: the target's default, 64 on CUDA (Halide 14's runtime caps every
+     * kernel at 64 registers; the opt-in lifts the cap to 255, model::RuntimeLimits), 255
+     * elsewhere (the most a thread of any GPU the model knows holds before it spills). At most
+     * 512: no GPU gives a thread more. */
     int register_limit = 0;
+    /** The app links the CUDA opt-in (HalideAlcop::cuda_opt_in, alcop/CudaOptIn.h): on CUDA the
+     * defaults of both limits above become the GPU's opt-in maxima (232448 bytes, 255
+     * registers on an H100 or H200) instead of Halide 14's runtime's. */
+    bool cuda_opt_in = false;
+    /** A kernel estimated to need more registers than register_limit is a user error, not a
+     * warning. */
+    bool spills_are_errors = false;
 };
 
 bool operator==(const Options &a, const Options &b);

@@ -333,6 +333,7 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
             << (u.k_loop ? "it is " + u.k_loop->name + " of extent " + text(u.k_loop->extent) :
                            std::string("there is none"))
             << ".\n";
+        use.k_tile = *kt;
     }
 
     // The elements each lane of the first warp updates, relative to lane 0's first.

@@ -47,6 +47,9 @@ struct TensorCoreUse {
     /** The width (x extent) of the accumulator's storage, its bound_extent; 0 when the
      * lowered Stmt does not hold the update. */
     int64_t width = 0;
+    /** The reduction elements of one staged chunk (the serial K loop around the updates, a
+     * multiple of 16); 0 when the lowered Stmt does not hold the update. */
+    int64_t k_tile = 0;
     /** ldmatrix.trans serves an operand that is not in the instruction's own layout: A
      * contiguous along M, B ("col") contiguous along N. */
     bool a_trans() const {
@@ -56,6 +59,10 @@ struct TensorCoreUse {
         return b_major == OperandMajor::Outer;
     }
 };
+
+/** The name (before unique_name's suffix) of the per-thread array that holds the register
+ * stages of a tensor-core inner product's fragments (rewrite/MmaInnerProduct.h). */
+constexpr const char *fragment_registers_name = "tc_fragments";
 
 /** The tensor-core requests recorded on the Funcs of a pipeline (keyed by Func name). */
 std::map<std::string, TensorCoreRequest>

@@ -176,7 +176,8 @@ bool uses_async_copies(const Target &target, CopyKind copies) {
 
 bool operator==(const Options &a, const Options &b) {
     return a.target == b.target && a.copies == b.copies && a.shared_memory_limit == b.shared_memory_limit &&
-           a.register_limit == b.register_limit;
+           a.register_limit == b.register_limit && a.cuda_opt_in == b.cuda_opt_in &&
+           a.spills_are_errors == b.spills_are_errors;
 }
 
 void enable(Pipeline p, const Options &options) {

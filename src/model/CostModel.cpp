@@ -19,13 +19,6 @@ namespace {
 constexpr int kVectorWidth = 4;
 constexpr int kBytesPerElement = 4;  // FP32: the SIMT kernels' operands, and C
 
-// Registers a thread needs besides accumulators, fragments and staging:
-// thread/block indices, the A, B and C base pointers and their strides, the
-// shared-memory base and ring-slot offsets, the k loop counter and bound,
-// predicates: 22-32 in the kernels we looked at (ptxas, sm_80: 32 for the
-// 64x64 t4x4 GEMM reading shared memory directly, 22-24 for its register
-// fragments read as vectors from A's transposed tile); we take the middle.
-constexpr int kAddressAndLoopRegisters = 27;
 
 // The same for the tensor-core kernels, per lane: the ldmatrix row addresses of the ring slots
 // (one per operand and slot, constant offsets after that), the copies' global and shared
@@ -213,21 +206,14 @@ void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, 
     // Issue: the mma.sync and ldmatrix, one 16-byte cp.async per 8 halves, the loop overhead.
     it.issue_per_warp =
         steps * (tiles + ldmatrix) + s.copy_vectors_per_thread_per_stage() + kLoopOverheadInstructions + barriers;
-    // One warp's chain per k step: its tiles' mma.sync back to back on its tensor core, and at
-    // least the latency of one mma.sync on the accumulators the previous step updated; with one
-    // register slot the fragments' ldmatrix comes first, with two it overlaps the previous
-    // step's mma.sync.
-    const double step_mma = std::max(tiles * mma_cpi, gpu.mma_latency_cycles);
-    const double step =
-        s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_mma) : gpu.smem_latency_cycles + step_mma;
-    it.chain = steps * step;
+    it.chain = steps * tensor_core_step_cycles(s, gpu, mma_flops);
     // C: each lane's accumulators as pairs (8-byte stores).
     it.c_stores = double(ceil_div(kAccumulatorsPerTile * tiles, kAccumulatorsPerStore));
 }
 
 // The SM's mma.sync FLOPs per clock for `p`'s operands.
 double mma_flops_per_clk(const Problem &p, const GpuSpec &gpu) {
-    return p.element == Element::BF16 ? gpu.mma_bf16_flops_per_clk_per_sm : gpu.mma_f16_flops_per_clk_per_sm;
+    return mma_flops_per_clk(p.element, gpu);
 }
 
 Wave wave_cycles(const Iteration &it, int blocks, int schedulers) {
@@ -514,6 +500,19 @@ int register_limit(const GpuSpec &gpu, RuntimeLimits limits) {
 
 const char *to_string(RuntimeLimits limits) {
     return limits == RuntimeLimits::OptIn ? "opt-in maximum" : "Halide runtime default";
+}
+
+double mma_flops_per_clk(Element element, const GpuSpec &gpu) {
+    return element == Element::BF16 ? gpu.mma_bf16_flops_per_clk_per_sm : gpu.mma_f16_flops_per_clk_per_sm;
+}
+
+double tensor_core_step_cycles(const Schedule &s, const GpuSpec &gpu, double mma_flops) {
+    // Its tiles' mma.sync back to back on its tensor core (one per scheduler), and at least the
+    // latency of one mma.sync on the accumulators the previous step updated; with one register
+    // slot the fragments' ldmatrix comes first, with two it overlaps the previous step's.
+    const double mma_cpi = kMmaFlops / (mma_flops / gpu.schedulers_per_sm);
+    const double step_mma = std::max(s.mma_tiles_per_warp() * mma_cpi, gpu.mma_latency_cycles);
+    return s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_mma) : gpu.smem_latency_cycles + step_mma;
 }
 
 int estimate_registers(const Schedule &s, const GpuSpec &gpu) {

@@ -201,6 +201,13 @@ const char *to_string(RuntimeLimits limits);
 bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options = ModelOptions(),
           std::string *why = nullptr);
 
+/** Registers a thread needs besides accumulators, fragments and staging: thread/block
+ * indices, the A, B and C base pointers and their strides, the shared-memory base and
+ * ring-slot offsets, the k loop counter and bound, predicates: 22-32 in the kernels we looked
+ * at (ptxas, sm_80: 32 for the 64x64 t4x4 GEMM reading shared memory directly, 22-24 for its
+ * register fragments read as vectors from A's transposed tile); we take the middle. */
+constexpr int kAddressAndLoopRegisters = 27;
+
 /** Registers per thread our kernels need, before allocation rounding:
  *   TM*TN accumulators + R*(TM+TN) fragment slots + 27 address/loop registers
  *   + (no cp.async and S >= 2) one stage of staged elements per thread;
@@ -208,6 +215,13 @@ bool fits(const Schedule &s, const GpuSpec &gpu, const ModelOptions &options = M
  * of 4 registers per 16 rows of A and 2 per 8 columns of B, and the address/loop registers.
  * docs/model.md explains each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
+
+/** The SM's mma.sync FLOPs per clock for operands of `element` (F16 or BF16). */
+double mma_flops_per_clk(Element element, const GpuSpec &gpu);
+
+/** Cycles of one warp's chain per 16-wide k step of its tensor-core tile (s.tm x s.tn, with
+ * s.reg_stages register stages of the fragments), at the SM's mma.sync rate `mma_flops`. */
+double tensor_core_step_cycles(const Schedule &s, const GpuSpec &gpu, double mma_flops);
 
 enum class OccupancyLimiter {
     None,  // the block does not fit at all

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "analysis/FragmentAnalysis.h"
+#include "analysis/KernelRegisters.h"
 #include "analysis/PipelineAnalysis.h"
 #include "model/CostModel.h"
 #include "plan/PipelinePlan.h"
@@ -27,8 +28,6 @@ constexpr int max_register_stages = 4;
 constexpr double tolerance = 1.03;
 /** The trip count assumed for a loop whose extent is not a constant. */
 constexpr int64_t assumed_trips = 64;
-/** Registers a thread needs besides its arrays (model::estimate_registers' constant). */
-constexpr int address_registers = 28;
 
 /** Where the candidates are produced. Halide 14 has fused the gpu_threads loops of a kernel
  * around everything in it by the time the pass runs, so a Func is told per-thread by its own
@@ -62,7 +61,7 @@ class FindCandidates : public IRVisitor {
         if (op->is_producer && kernel_depth > 0 && serial_depth > 0 && funcs.count(op->name) && !skip.count(op->name)) {
             const MemoryType type = funcs.at(op->name).schedule().memory_type();
             if (std::any_of(per_thread.begin(), per_thread.end(),
-                            [&](const std::string &a) { return allocation_of(a, op->name); })) {
+                            [&](const std::string &a) { return is_allocation_of(a, op->name); })) {
                 add(op->name, Level::Register);
             } else if (type == MemoryType::GPUShared || type == MemoryType::Auto) {
                 // Halide 14 puts a Func of default memory type computed at the block level of
@@ -71,17 +70,6 @@ class FindCandidates : public IRVisitor {
             }
         }
         IRVisitor::visit(op);
-    }
-
-    /** Halide 14 renames the per-thread allocations it lifts to the thread level "<f>.<n>". */
-    static bool allocation_of(const std::string &allocation, const std::string &f) {
-        if (allocation == f) return true;
-        if (allocation.size() <= f.size() + 1 || allocation.compare(0, f.size(), f) != 0 ||
-            allocation[f.size()] != '.') {
-            return false;
-        }
-        return std::all_of(allocation.begin() + f.size() + 1, allocation.end(),
-                           [](char c) { return isdigit((unsigned char)c); });
     }
 
     void add(const std::string &f, Level level) {
@@ -250,6 +238,7 @@ struct SharedTiming {
     double time = 0;  ///< cycles per block
     int blocks = 1;   ///< per SM
     int64_t bytes = 0;
+    int registers = 0;  ///< per thread, estimated; 0: unknown
 };
 
 class Chooser {
@@ -280,12 +269,12 @@ public:
         auto kernel = kernels.kernel_of.find(loop.loop);
         const int64_t threads =
             threads_in(kernel != kernels.kernel_of.end() && kernel->second ? Stmt(kernel->second) : loop.loop->body);
-        const int64_t smem = plan.total_bytes + gpu.smem_reserved_per_block;
-        const int64_t unit = std::max<int64_t>(gpu.smem_alloc_unit, 1);
-        int blocks = gpu.max_blocks_per_sm;
-        blocks = std::min<int64_t>(blocks, gpu.smem_per_sm / std::max<int64_t>((smem + unit - 1) / unit * unit, 1));
-        blocks = std::min<int64_t>(blocks, gpu.max_threads_per_sm / std::max<int64_t>(threads, 1));
-        blocks = std::max(blocks, 1);
+        int registers = 0;
+        if (kernel != kernels.kernel_of.end() && kernel->second) {
+            auto r = limits.kernel_registers.find(kernel->second->name);
+            if (r != limits.kernel_registers.end()) registers = r->second;
+        }
+        const int blocks = std::max(model::occupancy((int)threads, registers, plan.total_bytes, gpu).blocks_per_sm, 1);
         const double load = gpu.global_latency_cycles + blocks * tile_bytes / gpu.l2_bytes_per_clk_per_sm();
         const double compute =
             std::max(blocks * (double)threads * ops_of(loop.body) / gpu.fp32_lanes_per_sm, gpu.smem_latency_cycles);
@@ -293,6 +282,7 @@ public:
         t.time = model::pipeline_chain_cycles(trips_of(loop.loop), d, load, compute) / blocks;
         t.blocks = blocks;
         t.bytes = plan.total_bytes;
+        t.registers = registers;
         return t;
     }
 
@@ -351,14 +341,25 @@ void set_auto_pipeline_observer(std::function<void(const AutoReport &)> o) {
 std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std::map<std::string, Function> &funcs,
                                                         const std::set<std::string> &outputs,
                                                         const std::map<std::string, PipelineRequest> &explicit_requests,
-                                                        const AutoLimits &limits, AutoReport *report) {
+                                                        const AutoLimits &limits, AutoReport *report,
+                                                        const std::vector<TensorCoreUse> &tensor_cores) {
     AutoReport local;
     AutoReport &r = report ? *report : local;
     r.choices.clear();
 
+    // The register stages of tensor-core fragments belong to the inner-product rewrite, not to
+    // a fragment loop the analyses know: set aside, and chosen last.
+    std::set<std::string> accumulators;
+    for (const TensorCoreUse &u : tensor_cores) accumulators.insert(u.accumulator);
+    std::map<std::string, PipelineRequest> tensor_core_requests, analyzed;
+    for (const auto &e : explicit_requests) {
+        const bool fragments = accumulators.count(e.first) && e.second.level == Level::Register;
+        (fragments ? tensor_core_requests : analyzed).insert(e);
+    }
+
     // Explicit requests first, with their own errors.
-    analyze_pipelines(s, explicit_requests);
-    analyze_fragments(s, explicit_requests);
+    analyze_pipelines(s, analyzed);
+    analyze_fragments(s, analyzed);
 
     std::set<std::string> skip = outputs;
     for (const auto &e : explicit_requests) skip.insert(e.first);
@@ -367,7 +368,7 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
 
     // Legality, one candidate at a time beside what is accepted (shared ones first: a
     // fragment may compose with them).
-    std::map<std::string, PipelineRequest> requests = explicit_requests;
+    std::map<std::string, PipelineRequest> requests = analyzed;
     std::set<std::string> automatic;
     for (Level level : {Level::Shared, Level::Register}) {
         for (const auto &c : finder.found) {
@@ -446,7 +447,11 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                 }
                 std::ostringstream why;
                 why << chosen->second.bytes << " of " << limit << " bytes of shared memory per block, "
-                    << chosen->second.blocks << " blocks per SM on the " << gpu.name << " model; "
+                    << chosen->second.blocks << " blocks per SM on the " << gpu.name << " model"
+                    << (chosen->second.registers ? " at " + std::to_string(chosen->second.registers) +
+                                                       " registers per thread" :
+                                                   std::string())
+                    << "; "
                     << (limits.async_copies(k.device) ? "" : "copies not asynchronous, so 1 tile in flight; ")
                     << "the smallest count within " << (int)std::round((tolerance - 1) * 100) << "% of the best of 2.."
                     << fits.back().first << " within the limit";
@@ -483,7 +488,7 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
             slots.insert(f.storage);
         }
         if (mine.empty()) continue;
-        int64_t others = address_registers;
+        int64_t others = model::kAddressAndLoopRegisters;
         auto kernel = words.kernel_of.find(l.loop);
         if (kernel != words.kernel_of.end()) {
             for (const auto &a : words.words[kernel->second]) {
@@ -514,7 +519,7 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                 c->why = std::string("2 register stages of the fragments of ") + describe_loop(l.loop) + " (" +
                          std::to_string(2 * slot_words) + " registers) do not fit in the " + std::to_string(budget) +
                          " registers per thread left of the limit of " + std::to_string(limits.registers) +
-                         " (the kernel's other per-thread arrays and " + std::to_string(address_registers) +
+                         " (the kernel's other per-thread arrays and " + std::to_string(model::kAddressAndLoopRegisters) +
                          " for addresses take " + std::to_string(others) + ")";
                 continue;
             }
@@ -528,11 +533,82 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                                         "; the smallest count within 3% of the best of 2.." + std::to_string(most));
         }
     }
+    // Register stages of tensor-core fragments: they prefetch across the chunks of the
+    // operands' shared pipeline, so both must have one.
+    for (const TensorCoreUse &u : tensor_cores) {
+        if (explicit_requests.count(u.accumulator) || u.k_tile <= 0) continue;
+        auto stages_of = [&](const std::string &f) {
+            auto r = requests.find(f);
+            return r == requests.end() || r->second.level != Level::Shared ? 1 : r->second.stages;
+        };
+        AutoChoice choice;
+        choice.func = u.accumulator;
+        choice.level = Level::Register;
+        model::Schedule tile;
+        tile.tensor_cores = true;
+        tile.tm = u.tile.warp_m;
+        tile.tn = u.tile.warp_n;
+        tile.kt = (int)u.k_tile;
+        const int steps = tile.kt / model::kMmaK;
+        const double mma_flops =
+            model::mma_flops_per_clk(u.element == BFloat(16) ? model::Element::BF16 : model::Element::F16, gpu);
+        auto step_time = [&](int R) {
+            model::Schedule t = tile;
+            t.reg_stages = R;
+            return model::tensor_core_step_cycles(t, gpu, mma_flops);
+        };
+        int stages = 1;
+        if (stages_of(u.a) < 2 || stages_of(u.b) < 2) {
+            choice.why = "its operands " + user_name(u.a) + " and " + user_name(u.b) +
+                         " have no shared stages for the fragments to prefetch across";
+        } else if (steps < 2) {
+            choice.why = "its chunks hold one k step of 16, so there is no next step to load ahead";
+        } else {
+            std::vector<std::pair<int, double>> fits;
+            std::string over;
+            for (int R = 2; R <= std::min(steps, max_register_stages); R++) {
+                if (steps % R != 0) continue;
+                tile.reg_stages = R;
+                const int registers = model::estimate_registers(tile, gpu);
+                if (registers <= limits.registers) {
+                    fits.emplace_back(R, step_time(R));
+                } else if (over.empty()) {
+                    over = std::to_string(R) + " register stages need about " + std::to_string(registers) +
+                           " registers per thread (model::estimate_registers), more than the limit of " +
+                           std::to_string(limits.registers);
+                }
+            }
+            if (fits.empty()) {
+                choice.why = over;
+            } else {
+                double best = fits.front().second;
+                for (const auto &f : fits) best = std::min(best, f.second);
+                const auto chosen =
+                    std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second <= best * tolerance; });
+                stages = chosen->first;
+                tile.reg_stages = stages;
+                choice.predicted_gain = step_time(1) / chosen->second;
+                choice.why = "ldmatrix " + std::to_string(stages - 1) + " k step" + (stages > 2 ? "s" : "") +
+                             " ahead of the mma.sync, about " + std::to_string(model::estimate_registers(tile, gpu)) +
+                             " registers per thread of the limit of " + std::to_string(limits.registers);
+            }
+        }
+        choice.stages = stages;
+        if (stages > 1) {
+            // Across the chunks of its operands' pipeline.
+            const AutoChoice *operand = find_choice(r, u.a);
+            choice.loop = operand && !operand->loop.empty() ? operand->loop : "that pipelines " + user_name(u.a);
+            tensor_core_requests[u.accumulator] = {stages, Level::Register};
+        }
+        r.choices.push_back(choice);
+    }
+
     // A fragment dropped above may have been the last of a loop some other fragment shares;
     // the analysis has the last word.
     if (std::optional<std::string> why = rejection(s, requests)) {
         internal_assert(false) << "alcop::auto_pipeline chose requests the analysis rejects: " << *why << "\n";
     }
+    requests.insert(tensor_core_requests.begin(), tensor_core_requests.end());
 
     if (observer()) observer()(r);
     return requests;

@@ -23,8 +23,8 @@
  *  - Shared: for S = 2 .. 8, the kernel's shared memory is what plan_kernel() lays out for
  *    those stages, exactly what the pass checks; S over `AutoLimits::shared_bytes` is not
  *    considered (if 2 stages do not fit, the loop's candidates are left as they are). The
- *    time of an SM running b blocks (b from shared memory, threads and block slots of the
- *    model's GPU) is model::pipeline_chain_cycles(E, d, load, compute) / b, with E the loop's
+ *    time of an SM running b blocks (b from shared memory, threads, block slots and the
+ *    kernel's estimated registers, AutoLimits::kernel_registers, on the model's GPU) is model::pipeline_chain_cycles(E, d, load, compute) / b, with E the loop's
  *    trip count (64 when it is not a constant), d = S - 1 (at most 1 when copies are not
  *    asynchronous: a register-staged copy lands one iteration later whatever S is),
  *    load = global latency + b x tile bytes / the SM's share of L2 bandwidth, and
@@ -33,11 +33,16 @@
  *    inner loops counted by their trips, vectors by their lanes).
  *  - Register: only for fragment loops of constant extent T (the analysis requires it); for
  *    R = 2 .. min(4, T + 1), the slots, R x the fragments' 32-bit words, must fit in
- *    AutoLimits::registers less the kernel's other per-thread arrays and 28 registers of
- *    addresses and loop state (model::estimate_registers' constant), which is stricter than the
+ *    AutoLimits::registers less the kernel's other per-thread arrays and the registers of
+ *    addresses and loop state (model::kAddressAndLoopRegisters), which is stricter than the
  *    pass's check of the slots alone. Time: pipeline_chain_cycles(T, R - 1, shared latency,
  *    ops of one step). A loop that also holds an explicitly requested fragment takes its
  *    stage count (the analysis wants one prefetch distance per loop).
+ *  - Register, tensor cores: the fragments of an alcop::tensor_cores() accumulator with no
+ *    request of its own, where both operands got shared stages (the register stages prefetch
+ *    across their chunks); R = 2 .. its k steps per chunk, R dividing them (the rewrite's
+ *    rule), whose model::estimate_registers fits AutoLimits::registers. Time per k step:
+ *    model::tensor_core_step_cycles, what the autoscheduler's model charges.
  *  - The choice is the smallest count whose predicted time is within 3% of the best: a stage
  *    that buys less costs shared memory or registers for nothing. The predicted gain is the
  *    time without pipelining over the time with the choice. A shared-level choice predicted
@@ -50,6 +55,7 @@
  * ones, and fits the limits the pass checks; the explicit requests are returned unchanged.
  */
 
+#include "analysis/TensorCoreAnalysis.h"
 #include "directive/Requests.h"
 #include "model/GpuSpec.h"
 
@@ -70,6 +76,10 @@ struct AutoLimits {
     /** Whether the copies of a kernel on that device are asynchronous (cp.async). */
     std::function<bool(Halide::DeviceAPI)> async_copies;
     const model::GpuSpec *gpu = nullptr;
+    /** Each kernel's estimated registers per thread, by its outermost gpu_block loop's name
+     * (analysis/KernelRegisters.h): with its threads and shared memory, they bound the blocks
+     * an SM holds. A kernel not listed is bounded by its shared memory and threads only. */
+    std::map<std::string, int> kernel_registers;
 };
 
 /** What the policy did with one candidate. */
@@ -90,12 +100,14 @@ struct AutoReport {
 
 /** The explicit requests plus a request for every candidate of `s` the policy pipelines.
  * `funcs`: every Func of the pipeline by name; `outputs`: the names of its outputs. Raises
- * the analysis's user errors for illegal explicit requests, as the pass does. */
+ * the analysis's user errors for illegal explicit requests, as the pass does. `tensor_cores`:
+ * the accepted alcop::tensor_cores() requests, whose fragments may get register stages. */
 std::map<std::string, PipelineRequest> choose_pipelines(const Halide::Internal::Stmt &s,
                                                         const std::map<std::string, Halide::Internal::Function> &funcs,
                                                         const std::set<std::string> &outputs,
                                                         const std::map<std::string, PipelineRequest> &explicit_requests,
-                                                        const AutoLimits &limits, AutoReport *report);
+                                                        const AutoLimits &limits, AutoReport *report,
+                                                        const std::vector<TensorCoreUse> &tensor_cores = {});
 
 /** Called with the report of every automatic lowering (process-wide, like
  * set_lowering_observer); for alcop_inspect and the tests. An empty function removes it. */

@@ -20,6 +20,10 @@ int64_t shared_memory_limit(const Options &options, DeviceAPI device, std::strin
         *why = "set by alcop::Options::shared_memory_limit";
         return options.shared_memory_limit;
     }
+    if (device == DeviceAPI::CUDA && options.cuda_opt_in) {
+        *why = "the opt-in maximum of the " + model::default_gpu().name + ", declared by alcop::Options::cuda_opt_in";
+        return model::smem_limit_bytes(model::default_gpu(), model::RuntimeLimits::OptIn);
+    }
     if (device == DeviceAPI::CUDA) {
         *why = "the default for CUDA: Halide 14's runtime launches kernels without the shared-memory opt-in";
     } else if (device == DeviceAPI::OpenCL) {
@@ -55,6 +59,10 @@ int register_limit(const Options &options, std::string *why) {
     if (options.register_limit > 0) {
         *why = "set by alcop::Options::register_limit";
         return options.register_limit;
+    }
+    if (options.target.has_feature(Target::CUDA) && options.cuda_opt_in) {
+        *why = "the opt-in maximum, declared by alcop::Options::cuda_opt_in";
+        return model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn);
     }
     if (options.target.has_feature(Target::CUDA)) {
         *why = "the default for CUDA: Halide 14's runtime caps every kernel at that many registers per thread";
@@ -134,6 +142,33 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
                         std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) :
                     std::string())
             << ".\n";
+    }
+}
+
+void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options) {
+    for (const KernelRegisters &k : kernels) {
+        std::string why;
+        const int limit = register_limit(options, &why);
+        debug(1) << "alcop: kernel " << k.kernel << ": " << k.registers << " registers per thread estimated ("
+                 << k.basis << "), limit " << limit << "\n";
+        if (k.registers <= limit) continue;
+        const bool cuda = options.target.has_feature(Target::CUDA);
+        std::ostringstream message;
+        message << "alcop: the GPU kernel of " << (k.func.empty() ? k.kernel : user_name(k.func))
+                << " is estimated to need " << k.registers << " registers per thread (" << k.basis
+                << "), more than the limit of " << limit << " (" << why << "): ptxas would spill the rest to local "
+                << "memory, which makes a kernel several times slower. Use smaller tiles or fewer register stages"
+                << (cuda && !options.cuda_opt_in && options.register_limit == 0 ?
+                        ", or link HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h), which lifts the cap to " +
+                            std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) +
+                            ", and declare it with alcop::Options::cuda_opt_in" :
+                        std::string())
+                << ".\n";
+        if (options.spills_are_errors) {
+            user_error << message.str();
+        } else {
+            user_warning << message.str();
+        }
     }
 }
 

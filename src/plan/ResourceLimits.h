@@ -8,12 +8,17 @@
  * Options::register_limit, each defaulting to what the target's runtime allows (Halide 14's
  * CUDA runtime: 48 KiB and 64 registers per thread; model::RuntimeLimits).
  *
+ * Each kernel's estimated registers are checked against the register limit too, after the
+ * rewrite: ptxas spills what does not fit, so that is a warning unless the Options ask for an
+ * error.
+ *
  * Guarantees: a request over a limit is a user error that names the Funcs, what they need, the
  * limit, where it comes from and how to raise it, at compile time: never a launch failure, and
  * never a prologue so large that the compiler itself fails first.
  */
 
 #include "analysis/FragmentAnalysis.h"
+#include "analysis/KernelRegisters.h"
 #include "analysis/PipelineAnalysis.h"
 #include "plan/PipelinePlan.h"
 
@@ -29,6 +34,11 @@ int fragment_register_limit(const Options &options);
 
 void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                            const std::vector<FragmentLoop> &fragments, const Options &options);
+
+/** Each kernel whose estimated registers (analysis/KernelRegisters.h, on the rewritten Stmt)
+ * exceed the register limit: a warning naming its Func, the estimate and its basis, the limit
+ * and why, and the fix; a user error with Options::spills_are_errors. */
+void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options);
 
 }  // namespace alcop
 

@@ -49,9 +49,21 @@ bool print_auto_choices() {
 
 /** alcop::auto_pipeline: the explicit requests and the policy's (plan/AutoPipeline.h), under
  * the limits check_resource_limits() applies (plan/ResourceLimits.h). */
+/** The register stages requested of the tensor-core accumulators among `requests`. */
+std::map<std::string, int> fragment_stages(const std::vector<TensorCoreUse> &tensor_cores,
+                                           const std::map<std::string, PipelineRequest> &requests) {
+    std::map<std::string, int> stages;
+    for (const TensorCoreUse &u : tensor_cores) {
+        auto r = requests.find(u.accumulator);
+        if (r != requests.end() && r->second.level == Level::Register) stages[u.accumulator] = r->second.stages;
+    }
+    return stages;
+}
+
 std::map<std::string, PipelineRequest>
 automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
-                   const std::map<std::string, PipelineRequest> &explicit_requests, const Options &options) {
+                   const std::map<std::string, PipelineRequest> &explicit_requests,
+                   const std::vector<TensorCoreUse> &tensor_cores, const Options &options) {
     const std::map<std::string, Function> env = pipeline_functions(outputs);
     std::set<std::string> output_names;
     for (const Function &f : outputs) {
@@ -64,9 +76,13 @@ automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
         return copy_kind_for(device, options.target, options.copies) == CopyKind::Async;
     };
     limits.gpu = &model::default_gpu();
+    for (const KernelRegisters &k : estimate_kernel_registers(compact_thread_registers(s), tensor_cores,
+                                                              fragment_stages(tensor_cores, explicit_requests))) {
+        limits.kernel_registers[k.kernel] = k.registers;
+    }
     AutoReport report;
     std::map<std::string, PipelineRequest> requests =
-        choose_pipelines(s, env, output_names, explicit_requests, limits, &report);
+        choose_pipelines(s, env, output_names, explicit_requests, limits, &report, tensor_cores);
     // A candidate left as it is gets one line; what was chosen, on request.
     for (const AutoChoice &c : report.choices) {
         if (c.stages == 1) {
@@ -83,22 +99,23 @@ automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
 }  // namespace
 
 Stmt LowerPipelines::mutate(const Stmt &s) {
-    std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    if (automatic) {
-        requests = automatic_requests(s, outputs, requests, options_);
-    }
     // The passes, in order: the tensor-core analysis (on the Stmt as received), the input
     // loads' alignment that Halide's simplifier lost (copy/GlobalAlignment.h, for the copies'
-    // cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it reads the consumers'
-    // loads after the pipeline rewrite moved them into their slots, so that each ldmatrix row
-    // is one address plus constants), then the per-thread register tiles shrunk to one
-    // thread's window (the rewrite's register slots included), then the launch bounds marked
-    // on the kernels they ask for. The operands' tiles are swizzled right after the rewrite
-    // that builds the ldmatrix rows (it measures the tiles' strides on unswizzled indices),
-    // writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
+    // cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it
+    // reads the consumers' loads after the pipeline rewrite moved them into their slots, so
+    // that each ldmatrix row is one address plus constants), then the per-thread register
+    // tiles shrunk to one thread's window (the rewrite's register slots included), whose sizes
+    // each kernel's register estimate is checked on (plan/ResourceLimits.h), then the launch
+    // bounds marked on the kernels they ask for. The operands' tiles are swizzled right after
+    // the rewrite that builds the ldmatrix rows (it measures the tiles' strides on unswizzled
+    // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
     // (With the test hook that emulates the markers, any GPU target.)
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, bool(hooks.tensor_cores));
+    std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
+    if (automatic) {
+        requests = automatic_requests(s, outputs, requests, tensor_cores, options_);
+    }
     std::vector<SwizzledBuffer> swizzled;
     Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks, &swizzled);
     for (const SwizzledBuffer &b : swizzled) {
@@ -106,6 +123,8 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
                  << b.end << ")\n";
     }
     result = compact_thread_registers(result);
+    check_kernel_registers(estimate_kernel_registers(result, tensor_cores, fragment_stages(tensor_cores, requests)),
+                           options_);
     if (hooks.tensor_cores) {
         result = hooks.tensor_cores(result);
     }

@@ -334,7 +334,7 @@ private:
         const std::string &ko = stream.loop->name;
         Expr next = Variable::make(Int(32), ko) + 1;
         const Expr end = stream.loop->min + stream.loop->extent;
-        stream.registers = unique_name("tc_fragments");
+        stream.registers = unique_name(fragment_registers_name);
         int per_slot = 0;
         auto store = [&](const Fragments &f, int slot, const std::map<std::string, Expr> &chunk) {
             per_slot = (int)f.lets.size();

@@ -31,13 +31,14 @@ struct StopAfterThePass {};
 
 struct Gemm : tc_test::Gemm {
     /** "" when the pass accepts the request, else the user error. */
-    std::string lower(int register_limit = 0) const {
+    std::string lower(int register_limit = 0, bool spills_are_errors = false) const {
         try {
             std::vector<Argument> args;
             Pipeline p = build(&args);
             alcop::Options options;
             options.target = Target(target);
             options.register_limit = register_limit;
+            options.spills_are_errors = spills_are_errors;
             alcop::enable(p, options);
             alcop::set_lowering_observer(
                 [](const Internal::Stmt &, const Internal::Stmt &,
@@ -169,4 +170,19 @@ TEST(TensorCoreMisuse, RegisterStagesNeedASharedPipelineAndDivideTheKSteps) {
                      "would take 32 32-bit registers per thread");
     g.register_stages = 4;  // 2 k steps of 16 in a chunk of 32
     EXPECT_REJECTION(g.lower(), "alcop::pipeline(prod, 4, Level::Register)", "2 k steps of 16 per chunk");
+}
+
+// Over the register limit, a kernel is a warning (test/unit/register_limit_test.cpp) unless the
+// Options ask for an error: a 64 x 64 warp tile with 2 register stages is estimated at 255.
+TEST(TensorCoreMisuse, SpillsAreErrorsWhereTheOptionsSaySo) {
+    Gemm g;
+    g.block_m = g.block_n = 128;
+    g.warp_m = g.warp_n = 64;
+    g.vector = 8;
+    g.stages = 3;
+    g.register_stages = 2;
+    EXPECT_REJECTION(g.lower(0, true), "alcop: the GPU kernel of out",
+                     "is estimated to need 255 registers per thread (255 for the tensor cores of prod (a 64 x 64 warp "
+                     "tile, k tile 32, 2 register stages) and 0 words of per-thread arrays), more than the limit of 64");
+    EXPECT_EQ(g.lower(255, true), "");
 }

@@ -219,6 +219,43 @@ TEST(AutoPipeline, CudaDefaultLimitAndNothingFits) {
     EXPECT_EQ(shared_bytes(none), 16384);
 }
 
+// The tensor-core GEMM without requests (128 x 128 blocks, 64 x 64 warp tiles, k tile 32): its
+// operands get shared stages, and its fragments the 2 register stages of the hand-written
+// schedule where the registers allow them (the opt-in's 255: the model's estimate with them is
+// 255); under the stock cap of 64 they are left as they are, with the reason. The blocks per SM
+// the shared stages are weighed at come from the kernel's registers: 230 a thread (its estimate
+// before register stages) leave 2 blocks of 4 warps on an H200's 4 x 16384 registers.
+TEST(AutoPipeline, TensorCoreFragmentsGetRegisterStagesWhereTheRegistersAllow) {
+    const Lowered optin = lower_generator("gemm", {{"type", "f16"}, {"auto_pipeline", "true"}, {"limits", "optin"}}, cuda);
+    EXPECT_GE(optin.stages("A_shared"), 2);
+    EXPECT_EQ(optin.stages("B_shared"), optin.stages("A_shared"));
+    EXPECT_EQ(optin.stages("prod"), 2);
+    ASSERT_NE(optin.choice("prod"), nullptr);
+    EXPECT_EQ(optin.choice("prod")->level, alcop::Level::Register);
+    EXPECT_GT(optin.choice("prod")->predicted_gain, 1.0);
+    EXPECT_NE(optin.choice("prod")->why.find("ldmatrix 1 k step ahead of the mma.sync, about 255 registers per thread "
+                                            "of the limit of 255"),
+              std::string::npos)
+        << optin.choice("prod")->why;
+    ASSERT_NE(optin.choice("A_shared"), nullptr);
+    EXPECT_NE(optin.choice("A_shared")->why.find("2 blocks per SM on the H200 model at 230 registers per thread"),
+              std::string::npos)
+        << optin.choice("A_shared")->why;
+    // The rewrite took them: the fragments' register slots are in the kernel.
+    EXPECT_NE(alcop::summarize_pipeline(optin.after, {"A_shared", "B_shared"}).shared_elems, 0);
+    std::ostringstream after;
+    after << optin.after;
+    EXPECT_NE(after.str().find("tc_fragments"), std::string::npos);
+
+    const Lowered stock = lower_generator("gemm", {{"type", "f16"}, {"auto_pipeline", "true"}}, cuda);
+    EXPECT_EQ(stock.stages("prod"), 0);
+    ASSERT_NE(stock.choice("prod"), nullptr);
+    EXPECT_NE(stock.choice("prod")->why.find("2 register stages need about 255 registers per thread "
+                                             "(model::estimate_registers), more than the limit of 64"),
+              std::string::npos)
+        << stock.choice("prod")->why;
+}
+
 // register_stages=1: the fragments' step loop is unrolled by the schedule, so the analysis
 // rejects the register level; the shared level is still pipelined, the fragments stay as
 // they were, and one line says which Func and why.

@@ -1,0 +1,51 @@
+#ifndef ALCOP_KERNEL_REGISTERS_H
+#define ALCOP_KERNEL_REGISTERS_H
+
+/** \file
+ * The 32-bit registers per thread each GPU kernel of a lowered Stmt is estimated to need: what
+ * the launch limits are checked against (Halide 14's CUDA runtime caps every kernel at 64, and
+ * ptxas spills the rest to local memory) and what bounds the blocks an SM holds.
+ *
+ * A kernel needs the words of its per-thread arrays (accumulators, fragment slots, staged
+ * copies; each Func's largest allocation, since the copies an unrolled loop or a
+ * specialization makes of one are not live at once) plus the cost model's address and loop
+ * registers (model::kAddressAndLoopRegisters).
+ * Where it holds the inner product of a tensor-core accumulator, the model's fit for the warp
+ * tile, the k tile and the register stages (model::estimate_registers) stands for the
+ * accumulator and its fragments instead: ptxas keeps more fragments live than the rewrite's
+ * slots, and addresses of its own.
+ *
+ * Assumes the per-thread arrays are already compacted to one thread's window
+ * (rewrite/CompactRegisters.h): a block-level array before it counts the whole block tile.
+ */
+
+#include "analysis/TensorCoreAnalysis.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+struct KernelRegisters {
+    std::string kernel;  ///< the outermost gpu_block loop's name
+    std::string func;    ///< the Func the kernel produces (the producer around its block loops)
+    int registers = 0;   ///< the estimate, per thread
+    /** How the estimate was made, for a message: "27 for addresses and 80 words of per-thread
+     * arrays", or the tensor-core tile's fit in place of the addresses. */
+    std::string basis;
+};
+
+/** Each kernel of `s` and its estimate. `uses`: the tensor-core requests the analysis accepted;
+ * `register_stages`: per accumulator, alcop::pipeline(P, R, Level::Register). */
+std::vector<KernelRegisters> estimate_kernel_registers(const Halide::Internal::Stmt &s,
+                                                       const std::vector<TensorCoreUse> &uses,
+                                                       const std::map<std::string, int> &register_stages);
+
+/** Whether `allocation` holds Func `func`: Halide 14 names the per-thread allocation it lifts
+ * to the thread level "<func>.<n>". */
+bool is_allocation_of(const std::string &allocation, const std::string &func);
+
+}  // namespace alcop
+
+#endif
