@@ -10,5 +10,6 @@
 
 #include "alcop/Autoscheduler.h"
 #include "alcop/Directive.h"
+#include "alcop/Inspect.h"
 
 #endif

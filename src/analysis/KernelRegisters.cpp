@@ -45,31 +45,20 @@ class FindKernels : public IRVisitor {
         thread_depth -= op->for_type == ForType::GPUThread;
     }
     void visit(const Allocate *op) override {
-        // Registers or the stack: anything per thread that is not shared memory.
-        // An unrolled loop gives a Func one allocation per iteration ("<f>.<n>"), and a
-        // specialization one per branch: they are not live at once, so a Func counts its
-        // largest.
         // Per thread: register arrays anywhere in the kernel (an accumulator that lives across
         // the serial loop around the thread loops is allocated outside them), and anything but
-        // shared memory inside the thread loops.
+        // shared memory inside the thread loops. An unrolled loop gives a Func one allocation
+        // per iteration, and a specialization one per branch: they are not live at once, so a
+        // Func counts its largest.
         const bool per_thread = op->memory_type == MemoryType::Register ||
                                 (thread_depth > 0 && op->memory_type != MemoryType::GPUShared &&
                                  op->memory_type != MemoryType::Heap);
         if (kernel && per_thread) {
             const int64_t words = std::max<int64_t>(op->constant_allocation_size(), 0) * ((op->type.bytes() + 3) / 4);
-            int64_t &most = arrays.back()[func_of(op->name)];
+            int64_t &most = arrays.back()[func_of_allocation(op->name)];
             most = std::max(most, words);
         }
         IRVisitor::visit(op);
-    }
-
-    /** The Func an allocation holds: its name without Halide's ".<n>" of a lifted copy. */
-    static std::string func_of(const std::string &allocation) {
-        const size_t dot = allocation.rfind('.');
-        if (dot == std::string::npos || dot + 1 == allocation.size()) return allocation;
-        const bool numbered = std::all_of(allocation.begin() + dot + 1, allocation.end(),
-                                          [](char c) { return isdigit((unsigned char)c); });
-        return numbered ? allocation.substr(0, dot) : allocation;
     }
 
 public:
@@ -80,14 +69,12 @@ public:
 
 }  // namespace
 
-bool is_allocation_of(const std::string &allocation, const std::string &func) {
-    if (allocation == func) return true;
-    if (allocation.size() <= func.size() + 1 || allocation.compare(0, func.size(), func) != 0 ||
-        allocation[func.size()] != '.') {
-        return false;
-    }
-    return std::all_of(allocation.begin() + func.size() + 1, allocation.end(),
-                       [](char c) { return isdigit((unsigned char)c); });
+std::string func_of_allocation(const std::string &allocation) {
+    const size_t dot = allocation.rfind('.');
+    if (dot == std::string::npos || dot + 1 == allocation.size()) return allocation;
+    const bool numbered = std::all_of(allocation.begin() + dot + 1, allocation.end(),
+                                      [](char c) { return isdigit((unsigned char)c); });
+    return numbered ? allocation.substr(0, dot) : allocation;
 }
 
 std::vector<KernelRegisters> estimate_kernel_registers(const Stmt &s, const std::vector<TensorCoreUse> &uses,
@@ -104,8 +91,7 @@ std::vector<KernelRegisters> estimate_kernel_registers(const Stmt &s, const std:
             // The model's fit covers the accumulator, the fragments held or staged, and the
             // addresses.
             for (auto it = arrays.begin(); it != arrays.end();) {
-                const bool covered = is_allocation_of(it->first, u.accumulator) ||
-                                     it->first.rfind(fragment_registers_name, 0) == 0;
+                const bool covered = it->first == u.accumulator || it->first.rfind(fragment_registers_name, 0) == 0;
                 it = covered ? arrays.erase(it) : std::next(it);
             }
             model::Schedule tile;

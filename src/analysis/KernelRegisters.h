@@ -42,9 +42,9 @@ std::vector<KernelRegisters> estimate_kernel_registers(const Halide::Internal::S
                                                        const std::vector<TensorCoreUse> &uses,
                                                        const std::map<std::string, int> &register_stages);
 
-/** Whether `allocation` holds Func `func`: Halide 14 names the per-thread allocation it lifts
- * to the thread level "<func>.<n>". */
-bool is_allocation_of(const std::string &allocation, const std::string &func);
+/** The Func an allocation holds: its name, without the ".<n>" Halide 14 adds to the per-thread
+ * allocations it lifts to the thread level (one per iteration of an unrolled loop). */
+std::string func_of_allocation(const std::string &allocation);
 
 }  // namespace alcop
 

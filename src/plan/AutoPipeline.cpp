@@ -61,7 +61,7 @@ class FindCandidates : public IRVisitor {
         if (op->is_producer && kernel_depth > 0 && serial_depth > 0 && funcs.count(op->name) && !skip.count(op->name)) {
             const MemoryType type = funcs.at(op->name).schedule().memory_type();
             if (std::any_of(per_thread.begin(), per_thread.end(),
-                            [&](const std::string &a) { return is_allocation_of(a, op->name); })) {
+                            [&](const std::string &a) { return func_of_allocation(a) == op->name; })) {
                 add(op->name, Level::Register);
             } else if (type == MemoryType::GPUShared || type == MemoryType::Auto) {
                 // Halide 14 puts a Func of default memory type computed at the block level of
@@ -309,6 +309,66 @@ AutoChoice *find_choice(AutoReport &r, const std::string &f) {
     return nullptr;
 }
 
+/** The register stages of the fragments of tensor-core use `u`: they prefetch across the chunks
+ * of the operands' shared pipeline (`requests` has their stages), R dividing the chunk's k
+ * steps, within `limits.registers` by model::estimate_registers; the time of a k step is
+ * model::tensor_core_step_cycles. Stages 1, with the reason, where none applies. */
+AutoChoice tensor_core_register_stages(const TensorCoreUse &u, const std::map<std::string, PipelineRequest> &requests,
+                                       const AutoLimits &limits, const model::GpuSpec &gpu) {
+    auto stages_of = [&](const std::string &f) {
+        auto r = requests.find(f);
+        return r == requests.end() || r->second.level != Level::Shared ? 1 : r->second.stages;
+    };
+    AutoChoice choice;
+    choice.func = u.accumulator;
+    choice.level = Level::Register;
+    model::Schedule tile;
+    tile.tensor_cores = true;
+    tile.tm = u.tile.warp_m;
+    tile.tn = u.tile.warp_n;
+    tile.kt = (int)u.k_tile;
+    const int steps = tile.kt / model::kMmaK;
+    const double mma_flops =
+        model::mma_flops_per_clk(u.element == BFloat(16) ? model::Element::BF16 : model::Element::F16, gpu);
+    auto step_time = [&](int R) {
+        model::Schedule t = tile;
+        t.reg_stages = R;
+        return model::tensor_core_step_cycles(t, gpu, mma_flops);
+    };
+    if (stages_of(u.a) < 2 || stages_of(u.b) < 2) {
+        choice.why = "its operands " + user_name(u.a) + " and " + user_name(u.b) +
+                     " have no shared stages for the fragments to prefetch across";
+        return choice;
+    }
+    if (steps < 2) {
+        choice.why = "its chunks hold one k step of 16, so there is no next step to load ahead";
+        return choice;
+    }
+    std::vector<std::pair<int, double>> fits;
+    for (int R = 2; R <= std::min(steps, max_register_stages); R++) {
+        if (steps % R != 0) continue;
+        tile.reg_stages = R;
+        const int registers = model::estimate_registers(tile, gpu);
+        if (registers <= limits.registers) {
+            fits.emplace_back(R, step_time(R));
+        } else if (choice.why.empty()) {
+            choice.why = std::to_string(R) + " register stages need about " + std::to_string(registers) +
+                         " registers per thread (model::estimate_registers), more than the limit of " +
+                         std::to_string(limits.registers);
+        }
+    }
+    if (fits.empty()) return choice;
+    double best = fits.front().second;
+    for (const auto &f : fits) best = std::min(best, f.second);
+    const auto chosen = std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second <= best * tolerance; });
+    choice.stages = tile.reg_stages = chosen->first;
+    choice.predicted_gain = step_time(1) / chosen->second;
+    choice.why = "ldmatrix " + std::to_string(choice.stages - 1) + " k step" + (choice.stages > 2 ? "s" : "") +
+                 " ahead of the mma.sync, about " + std::to_string(model::estimate_registers(tile, gpu)) +
+                 " registers per thread of the limit of " + std::to_string(limits.registers);
+    return choice;
+}
+
 std::function<void(const AutoReport &)> &observer() {
     static std::function<void(const AutoReport &)> o;
     return o;
@@ -533,72 +593,15 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
                                         "; the smallest count within 3% of the best of 2.." + std::to_string(most));
         }
     }
-    // Register stages of tensor-core fragments: they prefetch across the chunks of the
-    // operands' shared pipeline, so both must have one.
+    // Register stages of tensor-core fragments, once the operands' shared stages are known.
     for (const TensorCoreUse &u : tensor_cores) {
         if (explicit_requests.count(u.accumulator) || u.k_tile <= 0) continue;
-        auto stages_of = [&](const std::string &f) {
-            auto r = requests.find(f);
-            return r == requests.end() || r->second.level != Level::Shared ? 1 : r->second.stages;
-        };
-        AutoChoice choice;
-        choice.func = u.accumulator;
-        choice.level = Level::Register;
-        model::Schedule tile;
-        tile.tensor_cores = true;
-        tile.tm = u.tile.warp_m;
-        tile.tn = u.tile.warp_n;
-        tile.kt = (int)u.k_tile;
-        const int steps = tile.kt / model::kMmaK;
-        const double mma_flops =
-            model::mma_flops_per_clk(u.element == BFloat(16) ? model::Element::BF16 : model::Element::F16, gpu);
-        auto step_time = [&](int R) {
-            model::Schedule t = tile;
-            t.reg_stages = R;
-            return model::tensor_core_step_cycles(t, gpu, mma_flops);
-        };
-        int stages = 1;
-        if (stages_of(u.a) < 2 || stages_of(u.b) < 2) {
-            choice.why = "its operands " + user_name(u.a) + " and " + user_name(u.b) +
-                         " have no shared stages for the fragments to prefetch across";
-        } else if (steps < 2) {
-            choice.why = "its chunks hold one k step of 16, so there is no next step to load ahead";
-        } else {
-            std::vector<std::pair<int, double>> fits;
-            std::string over;
-            for (int R = 2; R <= std::min(steps, max_register_stages); R++) {
-                if (steps % R != 0) continue;
-                tile.reg_stages = R;
-                const int registers = model::estimate_registers(tile, gpu);
-                if (registers <= limits.registers) {
-                    fits.emplace_back(R, step_time(R));
-                } else if (over.empty()) {
-                    over = std::to_string(R) + " register stages need about " + std::to_string(registers) +
-                           " registers per thread (model::estimate_registers), more than the limit of " +
-                           std::to_string(limits.registers);
-                }
-            }
-            if (fits.empty()) {
-                choice.why = over;
-            } else {
-                double best = fits.front().second;
-                for (const auto &f : fits) best = std::min(best, f.second);
-                const auto chosen =
-                    std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second <= best * tolerance; });
-                stages = chosen->first;
-                tile.reg_stages = stages;
-                choice.predicted_gain = step_time(1) / chosen->second;
-                choice.why = "ldmatrix " + std::to_string(stages - 1) + " k step" + (stages > 2 ? "s" : "") +
-                             " ahead of the mma.sync, about " + std::to_string(model::estimate_registers(tile, gpu)) +
-                             " registers per thread of the limit of " + std::to_string(limits.registers);
-            }
-        }
-        choice.stages = stages;
-        if (stages > 1) {
+        AutoChoice choice = tensor_core_register_stages(u, requests, limits, gpu);
+        if (choice.stages > 1) {
             // Across the chunks of its operands' pipeline.
             const AutoChoice *operand = find_choice(r, u.a);
             choice.loop = operand && !operand->loop.empty() ? operand->loop : "that pipelines " + user_name(u.a);
-            tensor_core_requests[u.accumulator] = {stages, Level::Register};
+            tensor_core_requests[u.accumulator] = {choice.stages, Level::Register};
         }
         r.choices.push_back(choice);
     }

@@ -11,7 +11,7 @@
 #include "Halide.h"
 
 #include "KernelSource.h"
-#include "PipelineSummary.h"
+#include "analysis/PipelineSummary.h"
 #include "TensorCoreGemm.h"
 
 #include "alcop/Autoscheduler.h"

@@ -9,7 +9,8 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 # What a user gets: the umbrella header, the package config, the library and the plugin.
 for f in include/alcop/Alcop.h lib/cmake/HalideAlcop/HalideAlcopConfig.cmake \
-         lib/cmake/HalideAlcop/HalideAlcopConfigVersion.cmake lib/libHalideAlcop.a lib/libautoschedule_alcop.so; do
+         lib/cmake/HalideAlcop/HalideAlcopConfigVersion.cmake lib/libHalideAlcop.a lib/libautoschedule_alcop.so \
+         bin/alcop_inspect; do
     [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done
 # Nothing internal: no header of src/ and no test support.
@@ -28,3 +29,17 @@ slots=$(grep -a -c '% 3' "$work/stmt/pipelined_gemm.stmt" || true)
 [ "$slots" -gt 0 ] || { echo "the consumer's pipelined_gemm was not pipelined"; exit 1; }
 echo "pipelined_gemm addresses its 3 slots in $slots places"
 "$work/build/consumer"
+# The installed alcop_inspect reports on the consumer's own generators, loaded from its module:
+# the pipeline it made (3 stages, cp.async for CUDA sm_80), each kernel's bank conflicts and main
+# loop. It has no test generators.
+report=$("$work/prefix/bin/alcop_inspect" -l "$work/build/libconsumer_inspectable.so" pipelined_gemm \
+         target=host-cuda-cuda_capability_80 2>&1) || { echo "$report"; exit 1; }
+echo "$report"
+for line in 'requests: A_shared(stages 3, shared) B_shared(stages 3, shared)' 'copies into shared memory: ' \
+            'bank conflicts: ' 'main loop of _kernel_out'; do
+    grep -qF "$line" <<< "$report" || { echo "the report lacks: $line"; exit 1; }
+done
+if "$work/prefix/bin/alcop_inspect" testing_gemm > /dev/null 2>&1; then
+    echo "the installed alcop_inspect has the test generators"
+    exit 1
+fi

@@ -8,7 +8,8 @@
 #include "KernelSource.h"
 #include "alcop/Alcop.h"
 
-#include "PipelineSummary.h"
+#include "alcop/Inspect.h"
+#include "analysis/PipelineSummary.h"
 #include "directive/Requests.h"
 #include "model/CostModel.h"
 #include "model/GpuSpec.h"
@@ -354,8 +355,9 @@ TEST(AsyncCopies, WideVectorsAreSplitInto16BytePieces) {
 struct OffsetGemm {
     std::string ptx, warnings;
 };
-OffsetGemm offset_gemm(int a_offset, bool promise_a, bool promise_b) {
+Pipeline offset_gemm_pipeline(int a_offset, bool promise_a, bool promise_b, std::vector<Argument> *args) {
     ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    *args = {A, B};
     Halide::Var k("k"), m("m"), n("n"), x("x"), y("y");
     Halide::Func A_shared("A_shared"), B_shared("B_shared"), prod("prod"), out("out");
     const int vw = 4, kt = 8;
@@ -377,12 +379,16 @@ OffsetGemm offset_gemm(int a_offset, bool promise_a, bool promise_b) {
     alcop_generators::schedule_contraction(out, prod, A_shared, B_shared, x, y, {}, {r.x}, r.y, {}, {64, 64, 4, 4, vw},
                                            3, 3);
     Pipeline p(out);
-    alcop::Options options;
-    options.target = Target("host-cuda-cuda_capability_80");
-    alcop::enable(p, options);
+    alcop::enable(p, Target("host-cuda-cuda_capability_80"));
+    return p;
+}
+
+OffsetGemm offset_gemm(int a_offset, bool promise_a, bool promise_b) {
+    std::vector<Argument> args;
+    Pipeline p = offset_gemm_pipeline(a_offset, promise_a, promise_b, &args);
     OffsetGemm g;
     testing::internal::CaptureStderr();
-    g.ptx = kernel_source::of(p.compile_to_module({A, B}, "offset_gemm", options.target));
+    g.ptx = kernel_source::of(p.compile_to_module(args, "offset_gemm", Target("host-cuda-cuda_capability_80")));
     g.warnings = testing::internal::GetCapturedStderr();
     return g;
 }
@@ -462,5 +468,61 @@ TEST(InspectSummary, CountsTheCopiesThePtxHas) {
     }
 }
 
-}  // namespace
+/** The `copies into shared memory: N cp.async` of the report's "after:" part, and the cp.async
+ * of the PTX it wrote to <dir>/<name>.ptx (removed). */
+std::pair<int, int> reported_and_assembled_copies(const std::string &report, const std::string &dir,
+                                                  const std::string &name) {
+    std::smatch m;
+    if (!std::regex_search(report, m, std::regex("after: [^\\n]*\\ncopies into shared memory: (\\d+) cp.async"))) {
+        return {-1, -1};
+    }
+    const std::string path = dir + "/" + name + ".ptx";
+    std::ifstream in(path);
+    const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    return {std::stoi(m[1]), count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global")};
+}
 
+// alcop::inspect (alcop/Inspect.h) on a user's own Pipeline: the report alcop_inspect prints for
+// a generator: the requests, the copies by kind (as many cp.async as the PTX it writes has), each
+// kernel's bank conflicts and main loop.
+TEST(Inspect, AUsersPipelineIsReportedWithTheCopiesThePtxHas) {
+    std::vector<Argument> args;
+    Pipeline p = offset_gemm_pipeline(0, true, true, &args);
+    alcop::InspectOptions options;
+    options.ptx_dir = ::testing::TempDir();
+    const Target target("host-cuda-cuda_capability_80");
+    const std::string report = alcop::inspect(p, args, target, options);
+    std::cout << report;
+    EXPECT_NE(report.find("=== pipeline for " + target.to_string()), std::string::npos);
+    EXPECT_NE(report.find("requests: A_shared(stages 3, shared) B_shared(stages 3, shared)"), std::string::npos);
+    // (This schedule's reads of A and B are 2-way: main_loop_test's gemm_f32_s3.)
+    // (The kernel's name is Halide's: out$n.s0... where an earlier test made an `out`.)
+    EXPECT_NE(report.find(": bank conflicts: 256 (262 thread-dependent shared accesses analyzed, 0 not)"),
+              std::string::npos);
+    EXPECT_NE(report.find("main loop of _kernel_out"), std::string::npos);
+    const auto [reported, assembled] = reported_and_assembled_copies(report, options.ptx_dir, "pipeline");
+    EXPECT_EQ(reported, 6);
+    EXPECT_EQ(reported, assembled);
+}
+
+// A generator's module, as alcop_inspect builds it: the same counts for each operand type.
+TEST(Inspect, AGeneratorsModuleIsReportedWithTheCopiesThePtxHasForEachType) {
+    for (const char *type : {"f32", "f16", "bf16"}) {
+        SCOPED_TRACE(type);
+        const Target target("host-cuda-cuda_capability_80");
+        auto gen = GeneratorRegistry::create("gemm", GeneratorContext(target));
+        gen->set_generator_param_values({{"type", type}, {"stages", "3"}, {"limits", "optin"}});
+        alcop::InspectOptions options;
+        options.ptx_dir = ::testing::TempDir();
+        const std::string report =
+            alcop::inspect("gemm", target, [&]() { return gen->build_module("gemm"); }, options);
+        EXPECT_NE(report.find("requests: A_shared(stages 3, shared) B_shared(stages 3, shared)"), std::string::npos)
+            << report;
+        const auto [reported, assembled] = reported_and_assembled_copies(report, options.ptx_dir, "gemm");
+        EXPECT_GT(reported, 0) << report;
+        EXPECT_EQ(reported, assembled) << report;
+    }
+}
+
+}  // namespace

@@ -6,7 +6,7 @@
 #include "Halide.h"
 
 #include "ContractionSchedule.h"
-#include "PipelineSummary.h"
+#include "analysis/PipelineSummary.h"
 #include "analysis/PipelineAnalysis.h"
 #include "directive/Requests.h"
 #include "plan/AutoPipeline.h"

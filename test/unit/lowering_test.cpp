@@ -3,7 +3,7 @@
 #include "Halide.h"
 
 #include "directive/Requests.h"
-#include "PipelineSummary.h"
+#include "analysis/PipelineSummary.h"
 
 #include <gtest/gtest.h>
 

@@ -82,13 +82,12 @@ TEST(RegisterLimit, AnUnknownLimitsValueIsAUserError) {
     }
 }
 
-TEST(RegisterLimit, AllocationsOfAFuncAreItsNameOrItsNameAndANumber) {
-    EXPECT_TRUE(alcop::is_allocation_of("prod", "prod"));
-    EXPECT_TRUE(alcop::is_allocation_of("prod.0", "prod"));
-    EXPECT_TRUE(alcop::is_allocation_of("prod.12", "prod"));
-    EXPECT_FALSE(alcop::is_allocation_of("prod.x", "prod"));
-    EXPECT_FALSE(alcop::is_allocation_of("product", "prod"));
-    EXPECT_FALSE(alcop::is_allocation_of("prod.", "prod"));
+TEST(RegisterLimit, AnAllocationsFuncIsItsNameWithoutHalidesNumber) {
+    EXPECT_EQ(alcop::func_of_allocation("prod"), "prod");
+    EXPECT_EQ(alcop::func_of_allocation("prod.0"), "prod");
+    EXPECT_EQ(alcop::func_of_allocation("A_shared_in_prod$0.63"), "A_shared_in_prod$0");
+    EXPECT_EQ(alcop::func_of_allocation("prod.x"), "prod.x");
+    EXPECT_EQ(alcop::func_of_allocation("prod."), "prod.");
 }
 
 }  // namespace

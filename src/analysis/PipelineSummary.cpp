@@ -1,4 +1,4 @@
-#include "PipelineSummary.h"
+#include "analysis/PipelineSummary.h"
 
 #include "analysis/PipelineAnalysis.h"
 #include "codegen/AsyncCopyMarkers.h"

@@ -4,7 +4,7 @@
 /** \file
  * Reads the shape of a lowered kernel back from its IR: the streaming loop that produces the
  * watched Funcs, its prologue copies and their guards, the copies and barriers of one
- * iteration, and what the consumers read. For tools (alcop_inspect, the demo) and tests; it
+ * iteration, and what the consumers read. For alcop::inspect (alcop/Inspect.h) and tests; it
  * reads IR only and shares no code with the rewrite it describes.
  *
  * Func names are compared without Halide's uniquifying suffix ("A_shared$1" is "A_shared").

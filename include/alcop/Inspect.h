@@ -1,0 +1,47 @@
+#ifndef ALCOP_INSPECT_H
+#define ALCOP_INSPECT_H
+
+/** \file
+ * What the ALCOP pass made of a pipeline, read without a GPU: the report alcop_inspect prints,
+ * for any pipeline a user lowers with the pass.
+ */
+
+#include "Halide.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+struct InspectOptions {
+    /** Also print the Stmt before and after the pass. */
+    bool print_stmt = false;
+    /** Where not empty: write the module's PTX (CUDA targets) to <ptx_dir>/<name>.ptx. */
+    std::string ptx_dir;
+};
+
+/** Runs `compile`, which lowers a pipeline the pass is installed on (alcop::enable or
+ * alcop::auto_pipeline; e.g. a Generator's build_module, or Pipeline::compile_to_module), and
+ * reports as text, headed by `name` and `target`:
+ *  - the requests the pass saw, and alcop::auto_pipeline's choice for each candidate and why;
+ *  - the pipelined loop before and after the pass: stages, slots, copies by kind (cp.async,
+ *    staged through registers, synchronous), guards, barriers;
+ *  - each kernel's shared-memory bank conflicts, counted from its index math for warp 0;
+ *  - for CUDA, each kernel's main loop counted in its PTX (what it issues per mma.sync or fma,
+ *    docs/mainloop.md), and its registers and spills as ptxas -v gives them for sm_80 and
+ *    sm_90 where ptxas is found (PATH, then /usr/local/cuda/bin), else why they are missing.
+ * The pass's warnings go to stderr as usual. Throws what `compile` throws. */
+std::string inspect(const std::string &name, const Halide::Target &target,
+                    const std::function<Halide::Module()> &compile, const InspectOptions &options = {});
+
+/** The same for a Pipeline, compiled with `args` for `target`. */
+std::string inspect(Halide::Pipeline p, const std::vector<Halide::Argument> &args, const Halide::Target &target,
+                    const InspectOptions &options = {});
+
+/** The main loops of any PTX (a peer's kernel, nvcc's output) and their registers, as above. */
+std::string inspect_ptx(const std::string &ptx);
+
+}  // namespace alcop
+
+#endif

@@ -1,0 +1,196 @@
+#include "alcop/Inspect.h"
+
+#include "analysis/BankConflicts.h"
+#include "analysis/MainLoop.h"
+#include "analysis/PipelineSummary.h"
+#include "directive/Requests.h"
+#include "plan/AutoPipeline.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+/** The module's PTX (CUDA targets keep it in a buffer); "" for other targets. */
+std::string ptx_of(const Module &module) {
+    std::string ptx;
+    for (const Buffer<> &b : module.buffers()) {
+        if (b.name().find("gpu_source_kernels") != std::string::npos) {
+            ptx.assign((const char *)b.data(), strnlen((const char *)b.data(), b.size_in_bytes()));
+        }
+    }
+    return ptx.find(".entry") == std::string::npos ? "" : ptx;
+}
+
+struct Assembled {
+    int registers = -1, spill_bytes = -1;
+};
+
+/** What ptxas -v says of each kernel of `ptx` for `arch`; empty, with the reason in *why, where
+ * ptxas is not found (PATH, then /usr/local/cuda/bin) or rejects the PTX. */
+std::map<std::string, Assembled> assemble(const std::string &ptx, const std::string &arch, std::string *why) {
+    const char *tmp = getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/alcop_inspect_XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0) {
+        *why = "no temporary file for ptxas";
+        return {};
+    }
+    close(fd);
+    std::ofstream(path) << ptx;
+    const std::string cmd = "PATH=$PATH:/usr/local/cuda/bin; command -v ptxas >/dev/null || { echo 'ptxas: not found'; "
+                            "exit 127; }; ptxas -v -arch=" +
+                            arch + " " + path + " -o /dev/null 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[1024];
+    std::string log;
+    while (p && fgets(line, sizeof line, p)) log += line;
+    const int status = p ? pclose(p) : -1;
+    std::remove(path.c_str());
+    if (status != 0) {
+        *why = log.find("ptxas: not found") != std::string::npos ? "ptxas not found (PATH, /usr/local/cuda/bin)"
+                                                                : "ptxas failed: " + log;
+        return {};
+    }
+    std::map<std::string, Assembled> kernels;
+    std::string kernel;
+    std::istringstream lines(log);
+    std::smatch m;
+    for (std::string l; std::getline(lines, l);) {
+        if (std::regex_search(l, m, std::regex("Compiling entry function '([^']+)'"))) kernel = m[1];
+        if (std::regex_search(l, m, std::regex("(\\d+) bytes spill stores"))) kernels[kernel].spill_bytes = std::stoi(m[1]);
+        if (std::regex_search(l, m, std::regex("Used (\\d+) registers"))) kernels[kernel].registers = std::stoi(m[1]);
+    }
+    return kernels;
+}
+
+/** The Funcs of `requests` without Halide's uniquifying suffixes, by level. */
+void split_by_level(const std::map<std::string, PipelineRequest> &requests, std::set<std::string> *shared,
+                    std::set<std::string> *fragments, std::ostream &os) {
+    os << "requests:";
+    for (const auto &r : requests) {
+        const std::string base = r.first.substr(0, r.first.find('$'));
+        (r.second.level == Level::Shared ? *shared : *fragments).insert(base);
+        os << " " << base << "(stages " << r.second.stages << ", " << to_string(r.second.level) << ")";
+    }
+    os << "\n";
+}
+
+}  // namespace
+
+std::string inspect_ptx(const std::string &ptx) {
+    std::ostringstream os;
+    const std::vector<MainLoopReport> loops = main_loops(ptx);
+    if (loops.empty()) return "";
+    std::map<std::string, std::map<std::string, Assembled>> by_arch;
+    std::string why;
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        by_arch[arch] = assemble(ptx, arch, &why);
+    }
+    for (const MainLoopReport &r : loops) {
+        os << to_string(r) << "\n";
+        if (!why.empty()) continue;
+        os << "  ptxas:";
+        for (const auto &[arch, kernels] : by_arch) {
+            auto k = kernels.find(r.kernel);
+            if (k == kernels.end()) continue;
+            os << " " << arch << " " << k->second.registers << " registers, " << k->second.spill_bytes
+               << " bytes spilled;";
+        }
+        os << "\n";
+    }
+    if (!why.empty()) os << "registers not reported: " << why << "\n";
+    return os.str();
+}
+
+std::string inspect(const std::string &name, const Target &target, const std::function<Module()> &compile,
+                    const InspectOptions &options) {
+    Stmt before, after;
+    std::map<std::string, PipelineRequest> requests;
+    set_lowering_observer([&](const Stmt &b, const Stmt &a, const auto &r) {
+        before = b;
+        after = a;
+        requests = r;
+    });
+    std::string auto_report;
+    set_auto_pipeline_observer([&](const AutoReport &r) { auto_report += r.to_string(); });
+    Module module(name, target);
+    try {
+        module = compile();
+    } catch (...) {
+        set_lowering_observer(nullptr);
+        set_auto_pipeline_observer(nullptr);
+        throw;
+    }
+    set_lowering_observer(nullptr);
+    set_auto_pipeline_observer(nullptr);
+
+    std::ostringstream os;
+    os << "=== " << name << " for " << target.to_string() << " ===\n";
+    if (!after.defined()) {
+        os << "the ALCOP pass of this process did not lower " << name
+           << " (nothing enabled it, or a plugin's own copy of the library did)\n";
+        return os.str();
+    }
+    if (options.print_stmt) {
+        os << "=== before the ALCOP pass ===\n" << before << "\n=== after ===\n" << after << "\n";
+    }
+    std::set<std::string> shared, fragments;
+    split_by_level(requests, &shared, &fragments, os);
+    os << auto_report;
+    os << "before: " << describe(summarize_pipeline(before, shared))
+       << "after:  " << describe(summarize_pipeline(after, shared));
+    if (!fragments.empty()) {
+        // The register level: the step loop is unrolled, so its fragment loads are counted per
+        // iteration of the streaming loop.
+        PipelineSummary f = summarize_pipeline(after, fragments);
+        os << "register level (fragments, step loop unrolled by the pass):\n";
+        for (const auto &c : f.loop_copies) {
+            os << "  " << c.first << ": " << f.prologue_copies[c.first] << " fragment load(s) before " << f.loop << ", "
+               << c.second << " per iteration (" << f.guarded_loop[c.first] << " of the next chunk, guarded)\n";
+        }
+    }
+    // Bank conflicts of warp 0 at the first iteration of every loop, per access, summed per
+    // kernel; each conflicting access is listed so that the layout can be fixed.
+    for (const KernelBankConflicts &k : find_bank_conflicts(after)) {
+        os << "kernel " << k.kernel << ": bank conflicts: " << k.conflicts() << " (" << k.accesses.size()
+           << " thread-dependent shared accesses analyzed, " << k.unanalyzed << " not)\n";
+        for (const SharedAccess &a : k.accesses) {
+            if (a.cost.conflicts() > 0) {
+                os << "  " << (a.is_store ? "store " : "load ") << a.buffer << " " << a.access_bytes
+                   << " bytes/lane at byte " << a.byte_address << ": " << a.cost.wavefronts << " wavefronts in "
+                   << a.cost.phases << " phases\n";
+            }
+        }
+    }
+    // The steady-state loop of each CUDA kernel, counted in its PTX.
+    const std::string ptx = ptx_of(module);
+    os << inspect_ptx(ptx);
+    if (!options.ptx_dir.empty()) {
+        if (ptx.empty()) {
+            os << "no PTX: the target is not CUDA\n";
+        } else {
+            const std::string path = options.ptx_dir + "/" + name + ".ptx";
+            std::ofstream(path) << ptx;
+            os << "PTX written to " << path << "\n";
+        }
+    }
+    return os.str();
+}
+
+std::string inspect(Pipeline p, const std::vector<Argument> &args, const Target &target,
+                    const InspectOptions &options) {
+    return inspect(
+        "pipeline", target, [&]() { return p.compile_to_module(args, "pipeline", target); }, options);
+}
+
+}  // namespace alcop
