@@ -111,6 +111,9 @@ TEST(HalideMarkers, BecomeTensorCoreInstructions) {
         }
 #endif
     }
+#ifndef ALCOP_PTXAS
+    ALCOP_SKIP_ASSEMBLING("the one-warp kernels");
+#endif
 }
 
 }  // namespace
