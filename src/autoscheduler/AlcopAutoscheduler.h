@@ -55,7 +55,9 @@
  * schedule_tensor_core_contraction): the model ranks the tensor-core space
  * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
  * mma.sync warp layout through alcop::schedule_tensor_core_tile, the operands are staged and
- * pipelined as above (no register stages yet), and alcop::tensor_cores(f) asks for mma.sync.
+ * pipelined as above, the mma fragments get the model's register stages where they apply
+ * (R = 2 with S >= 2 and R dividing a chunk's k steps: alcop::pipeline(f, 2, Level::Register)),
+ * and alcop::tensor_cores(f) asks for mma.sync.
  * Elsewhere it gets the schedule above, on the converted operands, and a warning says why; so
  * does a contraction where tensor cores apply but none of their candidates fits the model's
  * limits (shared memory, registers: the warning names the output and counts the candidates

@@ -2,6 +2,7 @@
 
 #include "Error.h"
 #include "autoscheduler/Requests.h"
+#include "directive/Requests.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,14 +28,14 @@ const model::GpuSpec &named_gpu(const std::string &name, const std::string &who)
     return *gpu;
 }
 
-/** What a request (Requests.h) recorded on one of the outputs under `tag`, if anything. */
+/** What a request (Requests.h) recorded under `tag` on the outputs, if anything: the last one
+ * (of the last output that has one), as for every request. */
 std::optional<std::string> requested(const std::vector<Function> &outputs, const std::string &tag) {
+    std::optional<std::string> value;
     for (const Function &f : outputs) {
-        for (const std::string &t : f.get_trace_tags()) {
-            if (t.rfind(tag, 0) == 0) return t.substr(tag.size());
-        }
+        if (std::optional<std::string> v = recorded(f, tag)) value = v;
     }
-    return std::nullopt;
+    return value;
 }
 
 }  // namespace

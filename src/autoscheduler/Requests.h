@@ -3,7 +3,8 @@
 
 /** \file
  * How the requests of alcop/Autoscheduler.h are recorded on a pipeline's output Func: one
- * trace tag each, "<tag><value>", the last one winning. The requests write them (Requests.cpp,
+ * trace tag each, "<tag><value>", read back by alcop::recorded (directive/Requests.h), the last
+ * one winning. The requests write them (Requests.cpp,
  * in the library generators link); the plugin reads them back (AlcopAutoscheduler.cpp).
  */
 

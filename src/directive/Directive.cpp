@@ -17,13 +17,10 @@ using namespace Halide::Internal;
 
 namespace {
 
-// The tag is "alcop.pipeline <stages> <level>"; the last tag wins.
-const char *const tag_prefix = "alcop.pipeline ";
-// "alcop.min_blocks_per_sm <blocks>"; the last tag wins.
-const char *const launch_bounds_prefix = "alcop.min_blocks_per_sm ";
-
-// "alcop.tensor_cores <warp_m> <warp_n>"; the last tag wins.
-const char *const tensor_cores_prefix = "alcop.tensor_cores ";
+// Each request is a trace tag "<prefix><value>", read back by recorded(): the last one wins.
+const std::string tag_prefix = "alcop.pipeline ";                   // <stages> <level>
+const std::string launch_bounds_prefix = "alcop.min_blocks_per_sm ";  // <blocks>
+const std::string tensor_cores_prefix = "alcop.tensor_cores ";       // <warp_m> <warp_n>
 
 std::optional<Level> parse_level(const std::string &s) {
     if (s == "shared") return Level::Shared;
@@ -54,20 +51,25 @@ Halide::Func pipeline(Halide::Func f, int stages, Level level) {
     return f;
 }
 
-std::optional<PipelineRequest> requested_pipeline(const Function &f) {
-    std::optional<PipelineRequest> result;
+std::optional<std::string> recorded(const Function &f, const std::string &prefix) {
+    std::optional<std::string> value;
     for (const std::string &tag : f.get_trace_tags()) {
-        if (tag.rfind(tag_prefix, 0) != 0) continue;
-        std::istringstream in(tag.substr(std::string(tag_prefix).size()));
-        PipelineRequest r;
-        std::string level;
-        in >> r.stages >> level;
-        std::optional<Level> l = parse_level(level);
-        internal_assert(in && l) << "Malformed ALCOP tag on " << f.name() << ": " << tag << "\n";
-        r.level = *l;
-        result = r;
+        if (tag.rfind(prefix, 0) == 0) value = tag.substr(prefix.size());
     }
-    return result;
+    return value;
+}
+
+std::optional<PipelineRequest> requested_pipeline(const Function &f) {
+    const std::optional<std::string> tag = recorded(f, tag_prefix);
+    if (!tag) return std::nullopt;
+    std::istringstream in(*tag);
+    PipelineRequest r;
+    std::string level;
+    in >> r.stages >> level;
+    std::optional<Level> l = parse_level(level);
+    internal_assert(in && l) << "Malformed ALCOP tag on " << f.name() << ": " << *tag << "\n";
+    r.level = *l;
+    return r;
 }
 
 Halide::Func min_blocks_per_sm(Halide::Func f, int blocks) {
@@ -78,11 +80,8 @@ Halide::Func min_blocks_per_sm(Halide::Func f, int blocks) {
 }
 
 std::optional<int> requested_min_blocks_per_sm(const Function &f) {
-    std::optional<int> result;
-    for (const std::string &tag : f.get_trace_tags()) {
-        if (tag.rfind(launch_bounds_prefix, 0) == 0) result = std::stoi(tag.substr(strlen(launch_bounds_prefix)));
-    }
-    return result;
+    const std::optional<std::string> tag = recorded(f, launch_bounds_prefix);
+    return tag ? std::optional<int>(std::stoi(*tag)) : std::nullopt;
 }
 
 Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n) {
@@ -97,16 +96,13 @@ Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n) {
 }
 
 std::optional<TensorCoreRequest> requested_tensor_cores(const Function &f) {
-    std::optional<TensorCoreRequest> result;
-    for (const std::string &tag : f.get_trace_tags()) {
-        if (tag.rfind(tensor_cores_prefix, 0) != 0) continue;
-        std::istringstream in(tag.substr(strlen(tensor_cores_prefix)));
-        TensorCoreRequest r;
-        in >> r.warp_m >> r.warp_n;
-        internal_assert(in) << "Malformed ALCOP tag on " << f.name() << ": " << tag << "\n";
-        result = r;
-    }
-    return result;
+    const std::optional<std::string> tag = recorded(f, tensor_cores_prefix);
+    if (!tag) return std::nullopt;
+    std::istringstream in(*tag);
+    TensorCoreRequest r;
+    in >> r.warp_m >> r.warp_n;
+    internal_assert(in) << "Malformed ALCOP tag on " << f.name() << ": " << *tag << "\n";
+    return r;
 }
 
 Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int warp_m, int warp_n,

@@ -29,6 +29,11 @@ struct TensorCoreRequest {
     int warp_n = 0;  ///< columns (x, the N side)
 };
 
+/** The value of the last trace tag of `f` that starts with `prefix` (the tag without it), if
+ * any: how every request (directives and autoscheduler requests) is read back, so that a
+ * request made twice means the last one. */
+std::optional<std::string> recorded(const Halide::Internal::Function &f, const std::string &prefix);
+
 /** The tensor-core request recorded on a Function, if any (the last one wins). */
 std::optional<TensorCoreRequest> requested_tensor_cores(const Halide::Internal::Function &f);
 

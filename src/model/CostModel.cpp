@@ -45,9 +45,9 @@ constexpr int kLdmatrixWavefronts = 4;
 constexpr int kAccumulatorsPerStore = 2;
 
 // Block-wide barriers per main-loop iteration, as the lowering emits them:
-//  - pipelined (S >= 2): one. LowerPipelines ends each iteration with
+//  - pipelined (S >= 2): one. The pipeline rewrite ends each iteration with
 //    `wait(S-2); barrier`, which both makes tile k+1 visible and frees slot
-//    k % S (the only slot iteration k+1 writes): src/rewrite/LowerPipelines.h,
+//    k % S (the only slot iteration k+1 writes): src/rewrite/InjectPipelines.h,
 //    test/unit/lowering_test.cpp (GemmStages, loop_barriers == 1);
 //  - unpipelined (S == 1): the loop is Halide's own, whose FuseGPUThreadLoops
 //    puts a barrier after each of the two staged copies and one at the end of

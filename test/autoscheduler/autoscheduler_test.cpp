@@ -399,6 +399,14 @@ TEST(Autoscheduler, RequestedGpuIsModelled) {
     Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
     EXPECT_NE(s.log.find("model: V100"), std::string::npos) << s.log;
 
+    // Asked twice, the last request wins, as with every request and directive
+    // (alcop::recorded).
+    Built twice = gemm(512, 512, 512);
+    alcop::autoscheduler::request_gpu(twice.pipeline.outputs()[0], "V100");
+    alcop::autoscheduler::request_gpu(twice.pipeline.outputs()[0], "H200");
+    Scheduled last = autoschedule(twice, "Alcop", Target("host-cuda-cuda_capability_80"));
+    EXPECT_NE(last.log.find("model: H200"), std::string::npos) << last.log;
+
     Built unknown = gemm(512, 512, 512);
     alcop::autoscheduler::request_gpu(unknown.pipeline.outputs()[0], "TPU");
     try {

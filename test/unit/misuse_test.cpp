@@ -53,6 +53,31 @@ DirectiveError directive_error(const std::string &name, const std::function<void
     return {"", f.name()};
 }
 
+// A directive asked twice on one Func means the last one, read back by alcop::recorded, the one
+// reader of every request (the autoscheduler's too: Autoscheduler.RequestedGpuIsModelled).
+TEST(Requests, TheLastOfARequestMadeTwiceWins) {
+    Func f("asked_twice");
+    Var x, y;
+    f(x, y) = 0.0f;
+    EXPECT_FALSE(alcop::requested_pipeline(f.function()));
+    alcop::pipeline(f, 2);
+    alcop::pipeline(f, 3, alcop::Level::Register);
+    const std::optional<alcop::PipelineRequest> p = alcop::requested_pipeline(f.function());
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->stages, 3);
+    EXPECT_EQ(p->level, alcop::Level::Register);
+    alcop::min_blocks_per_sm(f, 4);
+    alcop::min_blocks_per_sm(f, 2);
+    EXPECT_EQ(alcop::requested_min_blocks_per_sm(f.function()), 2);
+    alcop::tensor_cores(f, 64, 64);
+    alcop::tensor_cores(f, 32, 16);
+    const std::optional<alcop::TensorCoreRequest> t = alcop::requested_tensor_cores(f.function());
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->warp_m, 32);
+    EXPECT_EQ(t->warp_n, 16);
+    EXPECT_EQ(alcop::recorded(f.function(), "alcop.nothing "), std::nullopt);
+}
+
 TEST(Misuse, StagesBelowOne) {
     const DirectiveError e = directive_error("staged", [](Func f) { alcop::pipeline(f, 0); });
     // Named as the user wrote it, whatever suffix Halide gave the Func in this process.
