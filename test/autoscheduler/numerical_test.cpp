@@ -217,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AutoscheduledConv2d,
 int main(int argc, char **argv) {
     // pocl's default work-group method runs the work-items of a loop iteration in lockstep,
     // which would hide a missing barrier; "loops" runs each work-item alone between barriers.
-    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 1);  // pinned: a user's value must not change what is checked
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

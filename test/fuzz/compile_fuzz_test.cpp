@@ -281,6 +281,10 @@ int fuzz_space(const Space &space) {
     if (const char *given = getenv("ALCOP_FUZZ_CONFIG")) {
         configs = {parse(given)};  // a configuration a failure printed, again (at other shapes)
     }
+    if (configs.empty()) {
+        ADD_FAILURE() << "ALCOP_FUZZ_COMPILE_CONFIGS=" << n << " runs no configuration: nothing would be checked";
+        return 1;
+    }
     const char *fault = getenv("ALCOP_FUZZ_FAULT");
     const Batch r = build(configs, seed,
                           fault ? std::vector<std::string>{std::string("fault=") + fault} : std::vector<std::string>{});

@@ -3,7 +3,7 @@
 // vector widths, stage counts 1..6, per-buffer stage counts and register stages. Each configuration is checked
 // against a double-precision reference and against the unpipelined GEMM.
 //
-// ALCOP_FUZZ_SEED and ALCOP_FUZZ_CONFIGS (default 200) choose the run.
+// ALCOP_FUZZ_SEED and ALCOP_FUZZ_CONFIGS (default 200, at least 1: a run of none fails) choose the run.
 
 #include "FuzzShapes.h"
 #include "HalideBuffer.h"
@@ -50,6 +50,7 @@ Buffer<float> random_buffer(std::mt19937 &rng, std::vector<int> shape) {
 
 TEST(Fuzz, PipelinedMatchesReferenceAndUnpipelined) {
     const int seed = env_int("ALCOP_FUZZ_SEED", 1234), configs = env_int("ALCOP_FUZZ_CONFIGS", 200);
+    ASSERT_GT(configs, 0) << "ALCOP_FUZZ_CONFIGS=" << configs << " runs no configuration: nothing would be checked";
     std::mt19937 rng(seed);
     int failures = 0;
     for (int c = 0; c < configs && failures < 5; c++) {
@@ -100,7 +101,7 @@ TEST(Fuzz, PipelinedMatchesReferenceAndUnpipelined) {
 
 int main(int argc, char **argv) {
     // See test/opencl/matmul_test.cpp: run each work-item alone between barriers.
-    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 1);  // pinned: a user's value must not change what is checked
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

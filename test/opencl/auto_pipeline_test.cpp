@@ -208,7 +208,7 @@ TEST(AutoPipelineOpenCL, HalideGpuDynamicShared) {
 
 int main(int argc, char **argv) {
     // As in matmul_test.cpp: pocl runs each work-item alone between barriers, so a race shows.
-    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 1);  // pinned: a user's value must not change what is checked
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

@@ -134,7 +134,7 @@ TEST(BrokenPipeline, MissingWarBarrierIsCaught) {
 
 int main(int argc, char **argv) {
     // See above; the emulated variants do not depend on the method.
-    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 1);  // pinned: a user's value must not change what is checked
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

@@ -156,7 +156,7 @@ int main(int argc, char **argv) {
     // pocl's default work-group method runs the work-items of a loop iteration in lockstep
     // (implicit barriers at loop headers), which would hide a missing barrier. The "loops"
     // method runs each work-item alone from one barrier to the next: a race shows up.
-    setenv("POCL_WORK_GROUP_METHOD", "loops", 0);
+    setenv("POCL_WORK_GROUP_METHOD", "loops", 1);  // pinned: a user's value must not change what is checked
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
