@@ -69,6 +69,16 @@ public:
 
 }  // namespace
 
+model::Schedule warp_tile_of(const TensorCoreUse &u, int register_stages) {
+    model::Schedule tile;
+    tile.tensor_cores = true;
+    tile.tm = u.tile.warp_m;
+    tile.tn = u.tile.warp_n;
+    tile.kt = (int)u.k_tile;
+    tile.reg_stages = register_stages;
+    return tile;
+}
+
 std::string func_of_allocation(const std::string &allocation) {
     const size_t dot = allocation.rfind('.');
     if (dot == std::string::npos || dot + 1 == allocation.size()) return allocation;
@@ -94,13 +104,8 @@ std::vector<KernelRegisters> estimate_kernel_registers(const Stmt &s, const std:
                 const bool covered = it->first == u.accumulator || it->first.rfind(fragment_registers_name, 0) == 0;
                 it = covered ? arrays.erase(it) : std::next(it);
             }
-            model::Schedule tile;
-            tile.tensor_cores = true;
-            tile.tm = u.tile.warp_m;
-            tile.tn = u.tile.warp_n;
-            tile.kt = (int)u.k_tile;
             auto r = register_stages.find(u.accumulator);
-            tile.reg_stages = r == register_stages.end() ? 1 : std::max(r->second, 1);
+            const model::Schedule tile = warp_tile_of(u, r == register_stages.end() ? 1 : std::max(r->second, 1));
             const int fit = model::estimate_registers(tile, model::default_gpu());
             registers += fit;
             basis << fit << " for the tensor cores of " << user_name(u.accumulator) << " (a " << tile.tm << " x "

@@ -20,6 +20,7 @@
  */
 
 #include "analysis/TensorCoreAnalysis.h"
+#include "model/CostModel.h"
 
 #include <map>
 #include <string>
@@ -41,6 +42,11 @@ struct KernelRegisters {
 std::vector<KernelRegisters> estimate_kernel_registers(const Halide::Internal::Stmt &s,
                                                        const std::vector<TensorCoreUse> &uses,
                                                        const std::map<std::string, int> &register_stages);
+
+/** The cost model's description of `u`'s warp tile (warp_m x warp_n, its chunk's k tile) with
+ * `register_stages` register stages of the fragments: what model::estimate_registers and
+ * model::tensor_core_step_cycles take. */
+model::Schedule warp_tile_of(const TensorCoreUse &u, int register_stages);
 
 /** The Func an allocation holds: its name, without the ".<n>" Halide 14 adds to the per-thread
  * allocations it lifts to the thread level (one per iteration of an unrolled loop). */

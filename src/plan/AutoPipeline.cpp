@@ -322,19 +322,10 @@ AutoChoice tensor_core_register_stages(const TensorCoreUse &u, const std::map<st
     AutoChoice choice;
     choice.func = u.accumulator;
     choice.level = Level::Register;
-    model::Schedule tile;
-    tile.tensor_cores = true;
-    tile.tm = u.tile.warp_m;
-    tile.tn = u.tile.warp_n;
-    tile.kt = (int)u.k_tile;
-    const int steps = tile.kt / model::kMmaK;
+    const int steps = (int)u.k_tile / model::kMmaK;
     const double mma_flops =
         model::mma_flops_per_clk(u.element == BFloat(16) ? model::Element::BF16 : model::Element::F16, gpu);
-    auto step_time = [&](int R) {
-        model::Schedule t = tile;
-        t.reg_stages = R;
-        return model::tensor_core_step_cycles(t, gpu, mma_flops);
-    };
+    auto step_time = [&](int R) { return model::tensor_core_step_cycles(warp_tile_of(u, R), gpu, mma_flops); };
     if (stages_of(u.a) < 2 || stages_of(u.b) < 2) {
         choice.why = "its operands " + user_name(u.a) + " and " + user_name(u.b) +
                      " have no shared stages for the fragments to prefetch across";
@@ -347,8 +338,7 @@ AutoChoice tensor_core_register_stages(const TensorCoreUse &u, const std::map<st
     std::vector<std::pair<int, double>> fits;
     for (int R = 2; R <= std::min(steps, max_register_stages); R++) {
         if (steps % R != 0) continue;
-        tile.reg_stages = R;
-        const int registers = model::estimate_registers(tile, gpu);
+        const int registers = model::estimate_registers(warp_tile_of(u, R), gpu);
         if (registers <= limits.registers) {
             fits.emplace_back(R, step_time(R));
         } else if (choice.why.empty()) {
@@ -361,10 +351,10 @@ AutoChoice tensor_core_register_stages(const TensorCoreUse &u, const std::map<st
     double best = fits.front().second;
     for (const auto &f : fits) best = std::min(best, f.second);
     const auto chosen = std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second <= best * tolerance; });
-    choice.stages = tile.reg_stages = chosen->first;
+    choice.stages = chosen->first;
     choice.predicted_gain = step_time(1) / chosen->second;
     choice.why = "ldmatrix " + std::to_string(choice.stages - 1) + " k step" + (choice.stages > 2 ? "s" : "") +
-                 " ahead of the mma.sync, about " + std::to_string(model::estimate_registers(tile, gpu)) +
+                 " ahead of the mma.sync, about " + std::to_string(model::estimate_registers(warp_tile_of(u, choice.stages), gpu)) +
                  " registers per thread of the limit of " + std::to_string(limits.registers);
     return choice;
 }
