@@ -4,6 +4,7 @@
 #include "codegen/TensorCoreMarkers.h"
 
 #include <functional>
+#include <map>
 #include <set>
 
 namespace alcop {
@@ -14,17 +15,8 @@ using namespace Halide::Internal;
 
 namespace {
 
-// An ldmatrix row (16 bytes), or the 12 halves of a0..a3, b0, b1 decoded to fp32 (48).
-constexpr int exchange_bytes_per_thread = 64;
-
 bool is_half(const Type &t) {
     return t.is_float() && t.bits() == 16;
-}
-
-Stmt barrier() {
-    return Evaluate::make(Call::make(Int(32), Call::gpu_thread_barrier,
-                                     {IntImm::make(Int(32), CodeGen_GPU_Dev::MemoryFenceType::Shared)},
-                                     Call::Intrinsic));
 }
 
 /** The value of 16 bits `bits` (UInt(16)) of an fp16 or bf16, as an fp32. */
@@ -148,230 +140,210 @@ bool has_markers(const Stmt &s) {
     return v.found;
 }
 
-/** The same operands (from `first` on) in two marker calls. */
-bool same_operands(const Call *a, const Call *b, size_t first, size_t last) {
-    if (!a || !b || a->name != b->name) return false;
-    for (size_t i = first; i < last; i++) {
-        if (!equal(a->args[i], b->args[i])) return false;
-    }
-    return true;
-}
-
-/** The markers of one kernel replaced by exchanges through shared memory. */
+/** The markers of one kernel replaced by private code: every register a fragment passes
+ * through holds the whole warp's values of that register (see the header). */
 class EmulateMarkers : public IRMutator {
     using IRMutator::visit;
 
-    std::string shared;                   // the merged shared allocation
-    Expr exchange_bytes;                  // where the exchange area starts in it
-    std::vector<const For *> threads;     // the enclosing gpu_thread loops, outermost first
-    std::set<const LetStmt *> row_ready;  // ldmatrix lets whose row the exchange already holds
+    // Lanes of a warp, and the entries of a replicated register.
+    static constexpr int warp = 32;
 
-    Stmt visit(const Allocate *op) override {
-        if (op->memory_type != MemoryType::GPUShared || !shared.empty()) return IRMutator::visit(op);
-        internal_assert(op->extents.size() == 1)
-            << "tensor-core emulation: shared allocation " << op->name << " is not flat\n";
-        // The exchange area after the allocation's bytes, 32-byte aligned, one slot per thread.
-        const int64_t threads_in_block = count_threads(op->body);
-        const int unit = op->type.bytes();
-        shared = op->name;
-        exchange_bytes = simplify((op->extents[0] * unit + 31) / 32 * 32);
-        Stmt body = mutate(op->body);
-        Expr total = exchange_bytes + (int)(threads_in_block * exchange_bytes_per_thread);
-        return Allocate::make(op->name, op->type, op->memory_type, {simplify((total + unit - 1) / unit)}, op->condition,
-                              body, op->new_expr, op->free_function);
-    }
+    const For *lanes = nullptr;                  // the innermost gpu_thread loop: a warp's lanes
+    std::map<std::string, Expr> lane_dependent;  // enclosing lets that depend on the lane, in terms of it
+    std::set<std::string> fragment_buffers;      // register arrays ldmatrix stores into
+    std::map<std::string, std::string> replicas;  // a register variable -> its replicated array
 
-    static int64_t count_threads(const Stmt &s) {
-        // The gpu_thread loops of the kernel are one nest (Halide fuses them).
-        int64_t n = 1;
-        Stmt at = s;
-        struct First : IRVisitor {
-            const For *loop = nullptr;
+public:
+    explicit EmulateMarkers(const For *kernel) {
+        // The register arrays that hold fragments: 32 entries per register, from their
+        // allocation on.
+        struct Find : IRVisitor {
+            std::set<std::string> *found;
             using IRVisitor::visit;
-            void visit(const For *op) override {
-                if (!loop && op->for_type == ForType::GPUThread) loop = op;
-                if (!loop) IRVisitor::visit(op);
+            void visit(const Store *op) override {
+                if (marker(op->value, ldmatrix_prefix)) found->insert(op->name);
+                IRVisitor::visit(op);
             }
-        };
-        while (true) {
-            First f;
-            at.accept(&f);
-            if (!f.loop) return n;
-            const int64_t *extent = as_const_int(f.loop->extent);
-            internal_assert(extent) << "tensor-core emulation: thread loop " << f.loop->name
-                                    << " has no constant extent\n";
-            n *= *extent;
-            at = f.loop->body;
-        }
+        } find;
+        find.found = &fragment_buffers;
+        kernel->accept(&find);
     }
 
+private:
     Stmt visit(const For *op) override {
         if (op->for_type != ForType::GPUThread) return IRMutator::visit(op);
-        threads.push_back(op);
+        const For *outer = lanes;
+        lanes = op;
         Stmt s = IRMutator::visit(op);
-        threads.pop_back();
+        lanes = outer;
         return s;
     }
 
-    /** This thread's index in the block, and its lane. */
-    Expr thread() const {
-        Expr flat = 0;
-        for (const For *f : threads) {
-            flat = flat * f->extent + (Variable::make(Int(32), f->name) - f->min);
-        }
-        return flat;
-    }
+    /** This thread's lane. */
     Expr lane() const {
-        internal_assert(!threads.empty() && is_const(threads.back()->extent, 32))
+        internal_assert(lanes && is_const(lanes->extent, warp))
             << "tensor-core emulation: the innermost thread loop is not the 32 lanes of a warp\n";
-        return Variable::make(Int(32), threads.back()->name) - threads.back()->min;
+        return Variable::make(Int(32), lanes->name) - lanes->min;
     }
-    /** Element `e` (of `t`) of the exchange slot of lane `l` of this warp. */
-    Expr slot(const Type &t, const Expr &l, int e) const {
-        internal_assert(!shared.empty()) << "tensor-core emulation: a marker outside a shared allocation\n";
-        const int n = t.bytes();
-        return simplify(exchange_bytes / n + (thread() - lane() + l) * (exchange_bytes_per_thread / n) + e);
+    /** `e` as lane `l` of this warp computes it. */
+    Expr at_lane(const Expr &e, const Expr &l) const {
+        lane();  // checks the loop
+        return simplify(substitute(lanes->name, l + lanes->min, substitute(lane_dependent, e)));
     }
-    /** Element `e` (of `t`) of the slot that starts at element `base`. */
-    Expr load(const Type &t, const Expr &base, const Expr &e) const {
-        return Load::make(t, shared, simplify(base + e), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
+
+    static Expr load(const Type &t, const std::string &buffer, const Expr &index) {
+        return Load::make(t, buffer, simplify(index), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
     }
-    Stmt store(const Expr &value, int e) const {
-        return Store::make(shared, value, slot(value.type(), lane(), e), Parameter(), const_true(), ModulusRemainder());
+    static Stmt store(const std::string &buffer, const Expr &value, const Expr &index) {
+        return Store::make(buffer, value, simplify(index), Parameter(), const_true(), ModulusRemainder());
     }
-    /** `barrier; writes; barrier`. */
-    static Stmt exchange(std::vector<Stmt> writes) {
-        writes.insert(writes.begin(), barrier());
-        writes.push_back(barrier());
-        return Block::make(writes);
+    /** body(0); ...; body(extent - 1), unrolled: a loop would do, but pocl puts barriers
+     * around an innermost loop without barriers (ImplicitLoopBarriers), which would add the
+     * very order between the threads this emulation must not add. */
+    static Stmt for_each(int extent, const std::function<Stmt(int)> &body) {
+        std::vector<Stmt> stmts;
+        for (int i = 0; i < extent; i++) {
+            stmts.push_back(body(i));
+        }
+        return Block::make(stmts);
+    }
+    /** A private array around `body` (freed at its end, as lowering frees every allocation). */
+    static Stmt allocate(const std::string &name, const Type &t, int extent, const Stmt &body) {
+        return Allocate::make(name, t, MemoryType::Stack, {extent}, const_true(), Block::make(body, Free::make(name)));
     }
     static Expr as_bits(const Expr &e) {
         return e.type().is_uint() ? e : reinterpret(UInt(16), e);
     }
 
-    /** This lane's register of ldmatrix `ld` (its marker's register index j), read from the rows
-     * the exchange holds. */
-    Expr fragment_register(const Call *ld) const {
+    /** Lane `l`'s value of register `e`: a register variable, or a load from a fragment
+     * array, both replicated (their index is the same on every lane of a warp). */
+    Expr warp_register(const Expr &e, const Expr &l) const {
+        if (const Variable *v = e.as<Variable>()) {
+            auto it = replicas.find(v->name);
+            internal_assert(it != replicas.end())
+                << "tensor-core emulation: register " << v->name << " does not come from an ldmatrix\n";
+            return load(v->type, it->second, l);
+        }
+        if (const Load *ld = e.as<Load>()) {
+            internal_assert(fragment_buffers.count(ld->name))
+                << "tensor-core emulation: register operand " << e << " does not come from an ldmatrix\n";
+            return load(ld->type, ld->name, ld->index * warp + l);
+        }
+        if (const Cast *c = e.as<Cast>()) {
+            return cast(c->type, warp_register(c->value, l));
+        }
+        internal_assert(false) << "tensor-core emulation: register operand " << e
+                               << " does not come from an ldmatrix\n";
+        return Expr();
+    }
+    bool is_register(const Expr &e) const {
+        if (const Variable *v = e.as<Variable>()) return replicas.count(v->name);
+        if (const Load *ld = e.as<Load>()) return fragment_buffers.count(ld->name);
+        if (const Cast *c = e.as<Cast>()) return is_register(c->value);
+        return false;
+    }
+
+    /** Writes every lane's register j of ldmatrix `ld`, through write(l, value): lane l = 4g + t
+     * gets row g, elements 2t and 2t + 1 (without .trans) or rows 2t and 2t + 1, element g
+     * (.trans) of matrix j, whose row i is at the address lane 8j + i gives (its e0..e7, as
+     * that lane computes them); the smaller index in the low half. */
+    Stmt ldmatrix(const Call *ld, const std::function<Stmt(int, const Expr &)> &write) const {
         internal_assert(ld->args.size() == ldmatrix_marker_args && is_const(ld->args[0]));
         const bool trans = ld->name == ldmatrix_trans_name;
         const int j = (int)*as_const_int(ld->args[0]);
-        Expr l = lane(), g = l / 4, t = l % 4;
-        std::vector<Expr> halves;
-        for (int h = 0; h < 2; h++) {
-            // Without .trans: the row of lane 8j + g, element 2t + h; with .trans: the row of lane
-            // 8j + 2t + h, element g.
-            Expr value = trans ? load(UInt(16), slot(UInt(16), 8 * j + 2 * t + h, 0), g) :
-                                 load(UInt(16), slot(UInt(16), 8 * j + g, 0), 2 * t + h);
-            halves.push_back(cast(UInt(32), value));
-        }
-        return halves[0] | (halves[1] << 16);
+        return for_each(warp, [&](int l) {
+            const int g = l / 4, t = l % 4;
+            Expr value;
+            for (int h = 1; h >= 0; h--) {
+                const int row = trans ? 2 * t + h : g, element = trans ? g : 2 * t + h;
+                Expr half = cast(UInt(32), as_bits(at_lane(ld->args[1 + element], 8 * j + row)));
+                value = value.defined() ? (value << 16) | half : half;
+            }
+            return write(l, value);
+        });
     }
 
-    /** Each lane's ldmatrix row (8 halves from its row address) into its exchange slot. */
-    Stmt row_exchange(const Call *ld) {
-        std::vector<Stmt> writes;
-        for (int e = 0; e < 8; e++) {
-            writes.push_back(store(as_bits(mutate(ld->args[1 + e])), e));
-        }
-        return exchange(writes);
+    /** `let r = <register>`: r becomes a replicated array of its own. */
+    Stmt replicate(const LetStmt *op, const std::function<Stmt(const std::string &)> &fill) {
+        const std::string array = unique_name(op->name + "_lanes");
+        Stmt filled = fill(array);
+        replicas[op->name] = array;
+        Stmt body = mutate(op->body);
+        replicas.erase(op->name);
+        return allocate(array, op->value.type(), warp, Block::make(filled, body));
     }
 
     Stmt visit(const LetStmt *op) override {
-        const Call *ld = marker(op->value, ldmatrix_prefix);
-        if (!ld) return IRMutator::visit(op);
-        // The next register of the same instruction reuses this exchange.
-        if (const LetStmt *next = op->body.as<LetStmt>()) {
-            if (same_operands(ld, marker(next->value, ldmatrix_prefix), 1, ldmatrix_marker_args)) {
-                row_ready.insert(next);
-            }
+        if (const Call *ld = marker(op->value, ldmatrix_prefix)) {
+            return replicate(op, [&](const std::string &array) {
+                return ldmatrix(ld, [&](int l, const Expr &v) { return store(array, cast(op->value.type(), v), l); });
+            });
         }
-        Stmt s = LetStmt::make(op->name, fragment_register(ld), mutate(op->body));
-        return row_ready.count(op) ? s : Block::make(row_exchange(ld), s);
+        if (is_register(op->value)) {
+            return replicate(op, [&](const std::string &array) {
+                return for_each(warp, [&](int l) { return store(array, warp_register(op->value, l), l); });
+            });
+        }
+        if (!lanes) return IRMutator::visit(op);
+        // Lets the rows' addresses may use, as every lane computes them.
+        Expr value = substitute(lane_dependent, op->value);
+        const bool depends = expr_uses_var(value, lanes->name);
+        if (depends) lane_dependent[op->name] = value;
+        Stmt s = IRMutator::visit(op);
+        if (depends) lane_dependent.erase(op->name);
+        return s;
     }
 
-    Stmt visit(const Block *op) override {
-        // The four stores of one mma share one exchange of its registers.
-        std::vector<Stmt> stmts, out;
-        std::function<void(const Stmt &)> flatten = [&](const Stmt &s) {
-            if (const Block *b = s.as<Block>()) {
-                flatten(b->first);
-                flatten(b->rest);
-            } else {
-                stmts.push_back(s);
-            }
-        };
-        flatten(op);
-        const Call *previous = nullptr;
-        bool changed = false;
-        for (const Stmt &s : stmts) {
-            const Store *st = s.as<Store>();
-            const Call *mma = st ? marker(st->value, mma_prefix) : nullptr;
-            if (!mma) {
-                previous = nullptr;
-                out.push_back(mutate(s));
-                changed = changed || !out.back().same_as(s);
-                continue;
-            }
-            if (!same_operands(mma, previous, 1, 7)) {
-                out.push_back(exchange(mma_writes(mma)));
-            }
-            previous = mma;
-            out.push_back(emulate_mma(st, mma));
-            changed = true;
-        }
-        return changed ? Block::make(out) : Stmt(op);
+    Stmt visit(const Allocate *op) override {
+        if (!fragment_buffers.count(op->name)) return IRMutator::visit(op);
+        internal_assert(op->extents.size() == 1)
+            << "tensor-core emulation: fragment array " << op->name << " is not flat\n";
+        return Allocate::make(op->name, op->type, op->memory_type, {simplify(op->extents[0] * warp)}, op->condition,
+                              mutate(op->body), op->new_expr, op->free_function);
+    }
+
+    Expr visit(const Load *op) override {
+        internal_assert(!fragment_buffers.count(op->name))
+            << "tensor-core emulation: fragment array " << op->name << " read outside an mma or a register copy\n";
+        return IRMutator::visit(op);
     }
 
     Stmt visit(const Store *op) override {
-        if (const Call *ld = marker(op->value, ldmatrix_prefix)) {
-            // A register stage's slot (alcop::pipeline(acc, R, Level::Register)): the fragment
-            // is stored, not bound; one exchange per register.
-            return Block::make(row_exchange(ld), Store::make(op->name, fragment_register(ld), op->index, op->param,
-                                                             op->predicate, op->alignment));
+        if (fragment_buffers.count(op->name)) {
+            // A register stage's slot: every lane's value of the register.
+            auto write = [&](int l, const Expr &v) {
+                return store(op->name, cast(op->value.type(), v), op->index * warp + l);
+            };
+            if (const Call *ld = marker(op->value, ldmatrix_prefix)) return ldmatrix(ld, write);
+            return for_each(warp, [&](int l) { return write(l, warp_register(op->value, l)); });
         }
         const Call *mma = marker(op->value, mma_prefix);
-        if (!mma) return IRMutator::visit(op);
-        // A lone store (not in a Block).
-        return Block::make(exchange(mma_writes(mma)), emulate_mma(op, mma));
+        return mma ? emulate_mma(op, mma) : IRMutator::visit(op);
     }
 
     static Type element_of(const Call *mma) {
         return mma->name == mma_bf16_name ? BFloat(16) : Float(16);
     }
 
-    /** This lane's registers a0..a3, b0, b1, each half decoded (by its owner: a pure function of
-     * the bits), to fp32 elements 2r and 2r + 1 of its slot. */
-    std::vector<Stmt> mma_writes(const Call *mma) const {
-        std::vector<Stmt> writes;
-        for (int r = 0; r < 6; r++) {
-            const Expr &reg = mma->args[1 + r];
-            writes.push_back(store(decode(cast(UInt(16), reg & 0xffff), element_of(mma)), 2 * r));
-            writes.push_back(store(decode(cast(UInt(16), reg >> 16), element_of(mma)), 2 * r + 1));
-        }
-        return writes;
-    }
-
-    /** d_q of this lane from the exchanged registers (see the header). */
+    /** d_q of this lane (see the header), from the lanes' replicated registers. */
     Stmt emulate_mma(const Store *st, const Call *mma) const {
         internal_assert(mma->args.size() == mma_marker_args && is_const(mma->args[0]));
         const int q = (int)*as_const_int(mma->args[0]);
         Expr l = lane(), g = l / 4, t = l % 4;
-        Expr row = g + 8 * (q / 2), col = 2 * t + q % 2;
-        // The slots of lane 4 (r % 8), holding row r of A, and of lane 4c, holding column c of B.
-        const std::string a_slot = unique_name("tc_a_slot"), b_slot = unique_name("tc_b_slot");
-        Expr a_base = Variable::make(Int(32), a_slot), b_base = Variable::make(Int(32), b_slot);
-        const int per_lane = exchange_bytes_per_thread / 4;
+        Expr col = 2 * t + q % 2;  // row g + 8 (q / 2)
+        auto half = [&](const Expr &reg, int k) {
+            Expr bits = k % 2 ? reg >> 16 : reg & 0xffff;
+            return decode(cast(UInt(16), bits), element_of(mma));
+        };
         Expr sum = mma->args[7 + q];
         for (int k = 0; k < 16; k++) {
-            // Lanes + (k % 8) / 2; register a(r / 8 + 2 (k / 8)) (r / 8 = q / 2 on every lane) and
-            // b(k / 8); half k % 2.
-            Expr a = load(Float(32), a_base, (k % 8) / 2 * per_lane + 2 * (q / 2 + 2 * (k / 8)) + k % 2);
-            Expr b = load(Float(32), b_base, (k % 8) / 2 * per_lane + 2 * (4 + k / 8) + k % 2);
+            // A[r][k]: lane 4 (r % 8) + (k % 8) / 2, register a(r / 8 + 2 (k / 8)), half k % 2;
+            // B[k][c]: lane 4c + (k % 8) / 2, register b(k / 8), half k % 2.
+            Expr a = half(warp_register(mma->args[1 + q / 2 + 2 * (k / 8)], 4 * g + (k % 8) / 2), k);
+            Expr b = half(warp_register(mma->args[5 + k / 8], 4 * col + (k % 8) / 2), k);
             sum = sum + a * b;
         }
-        Stmt s = Store::make(st->name, sum, st->index, st->param, st->predicate, st->alignment);
-        s = LetStmt::make(b_slot, slot(Float(32), 4 * col, 0), s);
-        return LetStmt::make(a_slot, slot(Float(32), 4 * (row % 8), 0), s);
+        return Store::make(st->name, sum, st->index, st->param, st->predicate, st->alignment);
     }
 };
 
@@ -379,7 +351,7 @@ class EmulateKernels : public IRMutator {
     using IRMutator::visit;
     Stmt visit(const For *op) override {
         if (op->for_type != ForType::GPUBlock) return IRMutator::visit(op);
-        return has_markers(Stmt(op)) ? EmulateMarkers().mutate(Stmt(op)) : Stmt(op);
+        return has_markers(Stmt(op)) ? EmulateMarkers(op).mutate(Stmt(op)) : Stmt(op);
     }
 };
 

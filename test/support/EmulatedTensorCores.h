@@ -10,21 +10,27 @@
  * the PTX ISA's fragment tables, so a wrong lane mapping, a missing `.trans` or a swizzle that
  * the writers and readers of a tile disagree on gives wrong numbers.
  *
- * Lanes exchange data through a per-thread slot appended to the kernel's merged shared
- * allocation (64 bytes a thread, 32-byte aligned), between two barriers:
- *  - ldmatrix.x4[.trans]: each lane writes the 8 elements of its row (the marker's loads
- *    e0..e7, from the addresses the rewrite gave it); lane l = 4g + t then reads register j
- *    from the rows of lanes 8j..8j+7: row g, elements 2t and 2t + 1 (without .trans) or rows
- *    2t and 2t + 1, element g (.trans); the smaller index in the low half. The four registers of
- *    one instruction (calls j = 0..3 with the same row) share one exchange.
- *  - mma.sync.m16n8k16: each lane writes a0..a3, b0, b1, each half decoded to fp32 (by its
- *    owner: a pure function of the bits, done once rather than by every reader); lane l computes
- *    d_q = c_q + sum_k A[r][k] B[k][c] (r = g + 8 (q / 2), c = 2t + q % 2), reading A[r][k] from
- *    lane 4 (r % 8) + (k % 8) / 2, register a(r / 8 + 2 (k / 8)), half k % 2, and B[k][c] from
- *    lane 4c + (k % 8) / 2, register b(k / 8), half k % 2; products and sums in fp32, in the
- *    order of k. The four calls of one instruction share one exchange.
- * Every exchange is `barrier; write; barrier; read`, so all threads of the block must reach
- * each marker (the markers' contract already asks it of a warp).
+ * The emulation adds no synchronization: no barrier, no shared memory of its own, no order
+ * between threads that the real instructions do not have, so the pipeline's own waits and
+ * barriers are the only ones, and a missing one gives wrong numbers as on a GPU. Each thread
+ * computes privately what the warp instruction gives it, replicating the warp's registers:
+ *  - every 32-bit register a fragment passes through (a `let` of an ldmatrix or a register
+ *    copy, an entry of a register array ldmatrix stores into) becomes 32 private entries, the
+ *    value of that register on each lane of the warp;
+ *  - ldmatrix.x4[.trans], register j: the thread reads the 8 rows of matrix j from shared
+ *    memory, at the addresses lanes 8j..8j+7 give (the marker's e0..e7, computed as those lanes
+ *    compute them: the lane variable substituted, through the lets that depend on it), then
+ *    fills lane l = 4g + t's entry: row g, elements 2t and 2t + 1 (without .trans) or rows 2t
+ *    and 2t + 1, element g (.trans); the smaller index in the low half;
+ *  - mma.sync.m16n8k16: lane l computes d_q = c_q + sum_k A[r][k] B[k][c] (r = g + 8 (q / 2),
+ *    c = 2t + q % 2), reading A[r][k] from lane 4 (r % 8) + (k % 8) / 2's entry of register
+ *    a(r / 8 + 2 (k / 8)), half k % 2, and B[k][c] from lane 4c + (k % 8) / 2's entry of
+ *    register b(k / 8), half k % 2; products and sums in fp32, in the order of k.
+ * A thread reads the other lanes' rows when it executes the ldmatrix, as the warp would. All of
+ * it is straight-line code: pocl puts barriers around every innermost loop without barriers
+ * (its implicit loop barriers), which a loop here would add. The register operands of an mma
+ * must come from ldmatrix, through lets and register arrays (checked), and a register array's
+ * index must be the same on every lane of a warp (as the rewrite makes them: slot numbers).
  *
  * fp16 and bf16 travel as UInt(16) bits inside the kernels: every Float(16) / BFloat(16)
  * load, store, constant, variable and register allocation becomes UInt(16), so the kernels'

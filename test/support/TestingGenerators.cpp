@@ -1,6 +1,8 @@
 // The GEMM, batched matmul and conv2d generators with what only the tests may ask for:
-// deliberately broken pipelines (`fault`), which prove that the numerical, IR and PTX checks
-// bite, and the async-visibility emulation (`emulated_async=true`, EmulatedAsyncCopies.h).
+// deliberately broken pipelines (`fault`, inside the rewrite; `tc_fault`, made on the pass's
+// output before the tensor-core emulation, TensorCoreFaults.h), which prove that the numerical,
+// IR, PTX and hazard checks bite, and the async-visibility emulation (`emulated_async=true`,
+// EmulatedAsyncCopies.h).
 // Everything else is the production generator's (generators/MatMulGenerator.h,
 // Conv2dGenerator.h); these go in through the pass's internal test hook
 // (src/directive/TestHooks.h), never through the public Options. On an OpenCL target every
@@ -13,6 +15,7 @@
 
 #include "EmulatedAsyncCopies.h"
 #include "EmulatedTensorCores.h"
+#include "TensorCoreFaults.h"
 #include "TensorCoreGemm.h"
 #include "directive/TestHooks.h"
 
@@ -28,17 +31,29 @@ const std::map<std::string, Fault> fault_names{{"none", Fault::None},
                                                {"missing_war_barrier", Fault::MissingWarBarrier},
                                                {"fragment_before_barrier", Fault::FragmentBeforeBarrier}};
 
+using alcop::testing::TensorCoreFault;
+
+const std::map<std::string, TensorCoreFault> tensor_core_fault_names{
+    {"none", TensorCoreFault::None},
+    {"lane_mapping", TensorCoreFault::LaneMapping},
+    {"drop_trans", TensorCoreFault::DropTrans},
+    {"unswizzled_rows", TensorCoreFault::UnswizzledRows},
+    {"fragment_before_barrier", TensorCoreFault::FragmentBeforeBarrier}};
+
 /** The hooks of every testing generator, in one place: the fault, the async-copy emulation on
  * request, and on OpenCL the tensor-core emulation (which changes nothing in a kernel without
- * tensor-core markers or 16-bit floats). */
-alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, bool emulated_async) {
+ * tensor-core markers or 16-bit floats), after the tensor-core fault if any. */
+alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, bool emulated_async,
+                                    TensorCoreFault tc_fault = TensorCoreFault::None) {
     alcop::testing::Hooks hooks;
     hooks.fault = fault;
     if (emulated_async) {
         hooks.copies = alcop::testing::make_emulated_async_copies;
     }
     if (target.has_feature(Halide::Target::OpenCL)) {
-        hooks.tensor_cores = alcop::testing::emulate_tensor_cores;
+        hooks.tensor_cores = [tc_fault](const Halide::Internal::Stmt &s) {
+            return alcop::testing::emulate_tensor_cores(alcop::testing::break_tensor_cores(s, tc_fault));
+        };
     }
     return hooks;
 }
@@ -54,9 +69,12 @@ public:
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     // Copies with cp.async's semantics at their latest, on any GPU target.
     GeneratorParam<bool> emulated_async{"emulated_async", false};
+    // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
+    GeneratorParam<TensorCoreFault> tc_fault{"tc_fault", TensorCoreFault::None, tensor_core_fault_names};
 
     void enable_pipelines(const alcop::Options &options) {
-        alcop::testing::enable(this->get_pipeline(), options, testing_hooks(this->get_target(), fault, emulated_async));
+        alcop::testing::enable(this->get_pipeline(), options,
+                               testing_hooks(this->get_target(), fault, emulated_async, tc_fault));
     }
 };
 
@@ -88,6 +106,8 @@ public:
     GeneratorParam<int> vector{"vector", 1, 1, 8};
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
+    // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
+    GeneratorParam<TensorCoreFault> tc_fault{"tc_fault", TensorCoreFault::None, tensor_core_fault_names};
 
     Output<Halide::Buffer<float>> out{"out", 2};
 
@@ -108,7 +128,7 @@ public:
     void schedule() {
         alcop::Options options;
         options.target = get_target();
-        alcop::testing::enable(get_pipeline(), options, testing_hooks(get_target(), fault, emulated_async));
+        alcop::testing::enable(get_pipeline(), options, testing_hooks(get_target(), fault, emulated_async, tc_fault));
     }
 
 private:

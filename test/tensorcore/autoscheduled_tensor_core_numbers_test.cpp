@@ -15,6 +15,13 @@
 #include "as_gemm_tc_pocl.h"
 #include "as_gemm_tc_r2_pocl.h"
 
+#include "as_bmm_tc_pocl_markers.h"
+#include "as_conv2d_tc_pocl_markers.h"
+#include "as_gemm_tc_k16_pocl_markers.h"
+#include "as_gemm_tc_k32_pocl_markers.h"
+#include "as_gemm_tc_pocl_markers.h"
+#include "as_gemm_tc_r2_pocl_markers.h"
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -55,6 +62,28 @@ TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
 TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
     check_conv(as_conv2d_tc_pocl, f16, {{1, 10, 10, 32, 32, 3, 3}, {2, 11, 9, 32, 20, 3, 3}, {1, 7, 8, 32, 13, 3, 3}},
                1, 0, /*out_4d=*/true);
+}
+
+// The kernels above are the plugin's tensor-core kernels, not a fallback: the pass made mma.sync
+// and ldmatrix markers of every schedule (counted by the replay before the emulation), and the
+// build at K 128 for the H200 keeps its fragments in register slots (its register stages).
+TEST(AutoscheduledTensorCoreNumbers, SchedulesUseTensorCores) {
+    const struct {
+        const char *name;
+        int mma, ldmatrix;
+    } builds[] = {{"as_gemm_tc", as_gemm_tc_mma_markers, as_gemm_tc_ldmatrix_markers},
+                  {"as_gemm_tc_k32", as_gemm_tc_k32_mma_markers, as_gemm_tc_k32_ldmatrix_markers},
+                  {"as_gemm_tc_k16", as_gemm_tc_k16_mma_markers, as_gemm_tc_k16_ldmatrix_markers},
+                  {"as_gemm_tc_r2", as_gemm_tc_r2_mma_markers, as_gemm_tc_r2_ldmatrix_markers},
+                  {"as_bmm_tc", as_bmm_tc_mma_markers, as_bmm_tc_ldmatrix_markers},
+                  {"as_conv2d_tc", as_conv2d_tc_mma_markers, as_conv2d_tc_ldmatrix_markers}};
+    for (const auto &b : builds) {
+        std::printf("%s: %d mma.sync markers, %d ldmatrix markers\n", b.name, b.mma, b.ldmatrix);
+        EXPECT_GT(b.mma, 0) << b.name;
+        EXPECT_GT(b.ldmatrix, 0) << b.name;
+    }
+    std::printf("as_gemm_tc_r2: %d ldmatrix results kept in register slots\n", as_gemm_tc_r2_ldmatrix_into_registers);
+    EXPECT_GT(as_gemm_tc_r2_ldmatrix_into_registers, 0) << "the register-stage build lost its register stages";
 }
 
 }  // namespace

@@ -10,7 +10,11 @@
 //   alcop_replay_tensor_core_schedule NAME GENERATOR OUTPUT_DIR TARGET [param=value...]
 //
 // (the build NAME's generator and params) writes OUTPUT_DIR/NAME_pocl.o and .h, function
-// NAME_pocl, arguments as the generator's.
+// NAME_pocl, arguments as the generator's, and OUTPUT_DIR/NAME_pocl_markers.h: what the pass
+// made of the schedule before the emulation (its mma.sync and ldmatrix markers, and the
+// ldmatrix results kept in register slots, which register stages rotate), for the test to
+// assert, so that a schedule that lost its tensor cores or register stages cannot pass on its
+// numbers alone.
 
 #include "Halide.h"
 
@@ -25,8 +29,10 @@
 #include "as_gemm_tc_k16.schedule.h"
 #include "as_gemm_tc_k32.schedule.h"
 #include "as_gemm_tc_r2.schedule.h"
+#include "codegen/TensorCoreMarkers.h"
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +40,22 @@
 using namespace Halide;
 
 namespace {
+
+/** The tensor-core markers of a lowered pipeline. */
+struct MarkerCount : Internal::IRVisitor {
+    int mma = 0, ldmatrix = 0, into_registers = 0;
+    using Internal::IRVisitor::visit;
+    void visit(const Internal::Call *op) override {
+        mma += op->name.rfind(alcop::mma_prefix, 0) == 0;
+        ldmatrix += op->name.rfind(alcop::ldmatrix_prefix, 0) == 0;
+        Internal::IRVisitor::visit(op);
+    }
+    void visit(const Internal::Store *op) override {
+        const Internal::Call *c = op->value.as<Internal::Call>();
+        into_registers += c && c->name.rfind(alcop::ldmatrix_prefix, 0) == 0;
+        Internal::IRVisitor::visit(op);
+    }
+};
 
 /** The schedule sources, by build name (CMakeLists.txt, as_tc_cases). */
 const std::map<std::string, void (*)(Pipeline, Target)> schedules{
@@ -72,7 +94,11 @@ int main(int argc, char **argv) {
     alcop::Options options;
     options.target = target;
     alcop::testing::Hooks hooks;
-    hooks.tensor_cores = alcop::testing::emulate_tensor_cores;
+    MarkerCount markers;
+    hooks.tensor_cores = [&](const Internal::Stmt &s) {
+        s.accept(&markers);
+        return alcop::testing::emulate_tensor_cores(s);
+    };
     alcop::testing::enable(p, options, hooks);
 
     // The arguments in the generator's order: its inputs, then the output.
@@ -90,5 +116,11 @@ int main(int argc, char **argv) {
     const std::string base = dir + "/" + name + "_pocl";
     p.compile_to({{OutputFileType::object, base + ".o"}, {OutputFileType::c_header, base + ".h"}}, args, name + "_pocl",
                  target);
+    std::ofstream(base + "_markers.h") << "// Written by alcop_replay_tensor_core_schedule: the markers of " << name
+                                       << " before the emulation.\n"
+                                       << "constexpr int " << name << "_mma_markers = " << markers.mma << ";\n"
+                                       << "constexpr int " << name << "_ldmatrix_markers = " << markers.ldmatrix << ";\n"
+                                       << "constexpr int " << name
+                                       << "_ldmatrix_into_registers = " << markers.into_registers << ";\n";
     return 0;
 }

@@ -22,6 +22,9 @@
 #include "tc_gemm_bf16_akm_bkm_s3_v8.h"
 #include "tc_gemm_bf16_amm_bnm_s3_v1.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1.h"
+#include "tc_gemm_f16_akm_bnm_s1_v1_drop_trans.h"
+#include "tc_gemm_f16_akm_bnm_s1_v1_lane_mapping.h"
+#include "tc_gemm_f16_akm_bnm_s1_v1_unswizzled_rows.h"
 #include "tc_gemm_f16_akm_bnm_s3_v8.h"
 #include "tc_gemm_f16_amm_bkm_s1_v8.h"
 
@@ -167,6 +170,28 @@ TEST(TensorCoreNumbers, BF16KMajorBThreeStagesVectorCopies) {
 }
 TEST(TensorCoreNumbers, BF16MMajorAThreeStages) {
     check(tc_gemm_bf16_amm_bnm_s3_v1, bf16);
+}
+
+// The first variant with a defect of the tensor-core rewrite (test/support/TensorCoreFaults.h):
+// wrong numbers at some shape (every count printed).
+void expect_caught(GemmFn fn, const char *fault) {
+    int wrong = 0;
+    for (const Shape &s : shapes) {
+        const int bad = mismatches(fn, f16, s);
+        ASSERT_GE(bad, 0) << fault << ": the pipeline failed";
+        wrong += bad;
+    }
+    std::printf("%s: %d outputs wrong over the shapes\n", fault, wrong);
+    EXPECT_GT(wrong, 0) << fault << " gave right numbers at every shape";
+}
+TEST(TensorCoreNumbers, WrongLaneMappingIsCaught) {
+    expect_caught(tc_gemm_f16_akm_bnm_s1_v1_lane_mapping, "lane_mapping");
+}
+TEST(TensorCoreNumbers, MissingTransIsCaught) {
+    expect_caught(tc_gemm_f16_akm_bnm_s1_v1_drop_trans, "drop_trans");
+}
+TEST(TensorCoreNumbers, RowsNotSwizzledLikeTheCopiesAreCaught) {
+    expect_caught(tc_gemm_f16_akm_bnm_s1_v1_unswizzled_rows, "unswizzled_rows");
 }
 
 }  // namespace
