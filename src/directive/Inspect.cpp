@@ -2,10 +2,12 @@
 
 #include "analysis/BankConflicts.h"
 #include "analysis/MainLoop.h"
+#include "analysis/PipelineHazards.h"
 #include "analysis/PipelineSummary.h"
 #include "directive/Requests.h"
 #include "plan/AutoPipeline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -112,6 +114,48 @@ std::string inspect_ptx(const std::string &ptx) {
     return os.str();
 }
 
+namespace {
+
+/** "kernel K: hazards: N" per kernel, over the sizes of hazard_check_extents(), and the first
+ * few hazards found. */
+std::string hazards_report(const Stmt &s) {
+    std::map<std::string, std::vector<KernelHazards>> by_kernel;
+    for (int64_t extent : hazard_check_extents()) {
+        for (KernelHazards &k : find_pipeline_hazards(s, extent)) {
+            by_kernel[k.kernel].push_back(std::move(k));
+        }
+    }
+    std::ostringstream os;
+    for (const auto &[kernel, runs] : by_kernel) {
+        size_t hazards = 0;
+        int truncated = 0;
+        std::vector<std::string> unchecked;
+        for (const KernelHazards &k : runs) {
+            hazards += k.hazards.size();
+            truncated = std::max(truncated, k.truncated_loops);
+            if (!k.checked) unchecked.push_back("extent " + std::to_string(k.extent) + ": " + k.reason);
+        }
+        os << "kernel " << kernel << ": hazards: " << hazards << " (block 0, buffers of extent";
+        for (const KernelHazards &k : runs) {
+            os << " " << k.extent;
+        }
+        os << " in dimensions 0 and 1, 3 in the others"
+           << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";
+        for (const std::string &u : unchecked) {
+            os << "  not checked at " << u << "\n";
+        }
+        int listed = 0;
+        for (const KernelHazards &k : runs) {
+            for (const PipelineHazard &h : k.hazards) {
+                if (listed++ < 4) os << "  extent " << k.extent << ": " << h.to_string() << "\n";
+            }
+        }
+    }
+    return os.str();
+}
+
+}  // namespace
+
 std::string inspect(const std::string &name, const Target &target, const std::function<Module()> &compile,
                     const InspectOptions &options) {
     Stmt before, after;
@@ -172,6 +216,9 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
             }
         }
     }
+    // Read-after-write and write-after-read hazards on shared memory, block 0 of each kernel
+    // run thread by thread at a few sizes.
+    os << hazards_report(after);
     // The steady-state loop of each CUDA kernel, counted in its PTX.
     const std::string ptx = ptx_of(module);
     os << inspect_ptx(ptx);

@@ -14,6 +14,7 @@
 #include "KernelSource.h"
 #include "analysis/BankConflicts.h"
 #include "analysis/MainLoop.h"
+#include "analysis/PipelineHazards.h"
 #include "autoscheduler/AlcopAutoscheduler.h"
 #include "directive/Requests.h"
 
@@ -151,6 +152,7 @@ const Target sm80("host-cuda-cuda_capability_80");
 struct Kernels {
     std::string ptx;
     std::vector<alcop::KernelBankConflicts> banks;
+    std::vector<alcop::KernelHazards> hazards;  ///< at each of alcop::hazard_check_extents()
 };
 
 /** A registered generator built for sm_80 in-process: its PTX and its kernels' shared accesses
@@ -171,7 +173,17 @@ Kernels build(const std::string &generator, Internal::GeneratorParamsMap params,
     }
     k.ptx = kernel_source::of_generator(generator, sm80.to_string(), params);
     alcop::set_lowering_observer(nullptr);
-    if (after.defined()) k.banks = alcop::find_bank_conflicts(after);
+    if (after.defined()) {
+        k.banks = alcop::find_bank_conflicts(after);
+        // The plugin's builds have constant sizes: the buffers' extents change nothing there.
+        std::vector<int64_t> extents = alcop::hazard_check_extents();
+        if (auto_schedule) extents.resize(1);
+        for (int64_t extent : extents) {
+            for (alcop::KernelHazards &h : alcop::find_pipeline_hazards(after, extent)) {
+                k.hazards.push_back(std::move(h));
+            }
+        }
+    }
     return k;
 }
 
@@ -224,6 +236,17 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
         EXPECT_FALSE(b.accesses.empty()) << b.kernel;
         EXPECT_EQ(b.unanalyzed, 0) << b.kernel;
         EXPECT_EQ(b.conflicts(), c.known_conflicts) << b.kernel << (c.known_conflicts ? ": " + c.why_conflicts : "");
+    }
+    // No read-after-write or write-after-read hazard on shared memory (analysis/PipelineHazards.h).
+    ASSERT_FALSE(k.hazards.empty()) << "no kernel after the pass";
+    for (const alcop::KernelHazards &h : k.hazards) {
+        std::cout << "kernel " << h.kernel << " at extent " << h.extent << ": " << h.hazards.size() << " hazards ("
+                  << h.threads << " threads, " << h.writes << " copies, " << h.reads << " reads)\n";
+        EXPECT_TRUE(h.checked) << h.kernel << ": " << h.reason;
+        EXPECT_GT(h.reads, 0) << h.kernel;
+        for (const alcop::PipelineHazard &hazard : h.hazards) {
+            ADD_FAILURE() << h.kernel << " at extent " << h.extent << ": " << hazard.to_string();
+        }
     }
 }
 

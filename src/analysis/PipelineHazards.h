@@ -1,0 +1,81 @@
+#ifndef ALCOP_PIPELINE_HAZARDS_H
+#define ALCOP_PIPELINE_HAZARDS_H
+
+/** \file
+ * A static check of the synchronization of the lowered kernels: read-after-write and
+ * write-after-read hazards on shared memory, found by running one block of each GPU kernel
+ * with concrete sizes, thread by thread, on the addresses alone (no data).
+ *
+ * Every thread of block 0 walks the kernel's statements with its own thread indices: serial
+ * loops run their concrete trip counts, ifs take the branch their condition gives, and each
+ * access to a shared allocation is recorded with the bytes it touches (its index evaluated),
+ * the barriers the thread has passed (its phase) and its place in the thread's order. A copy is
+ * a store into shared memory; it is asynchronous when its value is a cp.async marker
+ * (codegen/AsyncCopyMarkers.h), and then lands at the wait that retires its commit group (or
+ * at the end of the kernel), else where it is stored. A write is published by the first
+ * barrier after it lands. So, for a write into some bytes and a read of them:
+ *  - by another thread: the read is a hazard when it comes in a phase from the write's issue to
+ *    its landing, both included (the two are not ordered by any barrier);
+ *  - by the writing thread: when it comes after the issue and before the landing.
+ * A hazard whose read precedes the write in the phase of the write's issue (by the place in
+ * the threads' order, the same code for every thread) is a write-after-read (a copy into a
+ * slot still being read: the barrier before it is missing); any other a read-after-write (a
+ * read of a slot whose copy is not waited for, or not published by a barrier).
+ *
+ * A serial loop longer than 12 trips runs its first 12 (a pipeline's steady state repeats
+ * with the period of its stages, at most 8; the tails are checked at the small sizes), and
+ * then goes on after the loop as if it had ended there.
+ *
+ * Sizes: every free variable named `<buffer>.min.<d>`, `.extent.<d>` or `.stride.<d>` (the
+ * shapes of the pipeline's buffers) takes the value of a dense buffer, unless `values` names
+ * it: mins 0, extent `extent` in dimensions 0 and 1 and 3 in the others (batches, image rows,
+ * filter taps: a convolution's reduction stays a few tiles long). Other free variables only
+ * from `values`. A condition or loop bound that cannot be evaluated makes that kernel
+ * unchecked, with the reason.
+ */
+
+#include "Halide.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+struct PipelineHazard {
+    enum class Kind { ReadAfterWrite, WriteAfterRead };
+    Kind kind = Kind::ReadAfterWrite;
+    std::string func;                                     ///< the Func whose copy wrote the bytes (its `produce` node)
+    std::string buffer;                                   ///< the shared allocation
+    int64_t byte = 0;                                     ///< the first byte of the buffer both touch
+    int reader = 0, writer = 0;                           ///< linear thread ids in the block
+    std::string read_at, write_at;                        ///< the serial loops' values there, e.g. "k=3"
+    int read_phase = 0, write_phase = 0, land_phase = 0;  ///< barriers passed
+
+    std::string to_string() const;
+};
+
+struct KernelHazards {
+    std::string kernel;    ///< the outermost gpu_block loop's name
+    int64_t extent = 0;    ///< the buffers' extent it ran with (dimensions 0 and 1)
+    bool checked = false;  ///< false: `reason` says what could not be evaluated
+    std::string reason;
+    int64_t threads = 0, reads = 0, writes = 0;
+    int truncated_loops = 0;  ///< serial loops cut to their first 12 trips
+    /** Distinct hazards: one per kind, Func and pair of places (read_at, write_at). */
+    std::vector<PipelineHazard> hazards;
+};
+
+/** Runs block 0 of every GPU kernel of `s` (a lowered Stmt, e.g. the pass's output) for buffers
+ * of `extent` (see above), and reports its hazards. */
+std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s, int64_t extent,
+                                                 const std::map<std::string, int64_t> &values = {});
+
+/** The extents the report checks each kernel at: a tail in every dimension with several K tiles,
+ * fewer K tiles than stages, one partial tile. */
+const std::vector<int64_t> &hazard_check_extents();
+
+}  // namespace alcop
+
+#endif
