@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 namespace alcop {
 
@@ -23,18 +24,69 @@ constexpr int granule_bytes = 2;
 // A serial loop runs at most this many trips (see the header).
 constexpr int64_t max_trips = 12;
 
-/** A value per vector lane. */
-using Value = std::vector<int64_t>;
-
 /** Raised where the walk meets something it cannot evaluate; the kernel is then unchecked. */
 struct Unevaluable {
     std::string what;
 };
 
+/** A value per vector lane, kept inline (the walk evaluates millions of them). */
+class Value {
+public:
+    static constexpr size_t max_lanes = 32;
+
+    Value(std::initializer_list<int64_t> v)
+        : n(v.size()) {
+        std::copy(v.begin(), v.end(), lane);
+    }
+    explicit Value(size_t lanes, int64_t fill = 0)
+        : n(lanes) {
+        if (lanes > max_lanes) throw Unevaluable{"a vector of " + std::to_string(lanes) + " lanes"};
+        std::fill(lane, lane + n, fill);
+    }
+    Value(const Value &o)
+        : n(o.n) {
+        std::copy(o.lane, o.lane + n, lane);
+    }
+    Value &operator=(const Value &o) {
+        n = o.n;
+        std::copy(o.lane, o.lane + n, lane);
+        return *this;
+    }
+    size_t size() const {
+        return n;
+    }
+    int64_t &operator[](size_t i) {
+        return lane[i];
+    }
+    int64_t operator[](size_t i) const {
+        return lane[i];
+    }
+    /** Lane i, a scalar standing for all of them. */
+    int64_t broadcast(size_t i) const {
+        return n == 1 ? lane[0] : lane[i];
+    }
+    int64_t *begin() {
+        return lane;
+    }
+    int64_t *end() {
+        return lane + n;
+    }
+    const int64_t *begin() const {
+        return lane;
+    }
+    const int64_t *end() const {
+        return lane + n;
+    }
+
+private:
+    size_t n;
+    int64_t lane[max_lanes];
+};
+
 /** Bindings of the walk: lets, loop variables, thread and block indices, with the buffers'
  * shapes as the fallback (see the header). */
 class Env {
-    std::map<std::string, std::vector<std::optional<Value>>> bound;  // innermost last
+    std::unordered_map<std::string, std::vector<std::optional<Value>>> bound;  // innermost last
     const std::map<std::string, int64_t> &values;
     const int64_t extent;
 
@@ -72,13 +124,11 @@ public:
         bound[name].push_back(std::move(v));
     }
     void pop(const std::string &name) {
-        auto it = bound.find(name);
-        it->second.pop_back();
-        if (it->second.empty()) bound.erase(it);
+        bound.find(name)->second.pop_back();  // the empty entry stays: loops push it again
     }
     std::optional<Value> lookup(const std::string &name) const {
         auto it = bound.find(name);
-        if (it != bound.end() && it->second.back()) return it->second.back();
+        if (it != bound.end() && !it->second.empty() && it->second.back()) return it->second.back();
         if (std::optional<int64_t> v = shape(name)) return Value{*v};
         return std::nullopt;
     }
@@ -100,17 +150,16 @@ int64_t floor_mod(int64_t a, int64_t b) {
 class Evaluator {
     Env &env;
 
-    static Value broadcast(const Value &v, size_t lanes) {
-        return v.size() == lanes ? v : Value(lanes, v[0]);
-    }
     template<typename F>
     std::optional<Value> binary(const Expr &a, const Expr &b, F f) {
-        std::optional<Value> x = eval(a), y = eval(b);
-        if (!x || !y) return std::nullopt;
+        std::optional<Value> x = eval(a);
+        if (!x) return std::nullopt;
+        std::optional<Value> y = eval(b);
+        if (!y) return std::nullopt;
         const size_t lanes = std::max(x->size(), y->size());
-        Value xs = broadcast(*x, lanes), ys = broadcast(*y, lanes), r(lanes);
+        Value r(lanes);
         for (size_t i = 0; i < lanes; i++) {
-            r[i] = f(xs[i], ys[i]);
+            r[i] = f(x->broadcast(i), y->broadcast(i));
         }
         return r;
     }
@@ -169,9 +218,9 @@ public:
             std::optional<Value> c = eval(op->condition), t = eval(op->true_value), f = eval(op->false_value);
             if (!c || !t || !f) return std::nullopt;
             const size_t lanes = std::max({c->size(), t->size(), f->size()});
-            Value cs = broadcast(*c, lanes), ts = broadcast(*t, lanes), fs = broadcast(*f, lanes), r(lanes);
+            Value r(lanes);
             for (size_t i = 0; i < lanes; i++) {
-                r[i] = cs[i] ? ts[i] : fs[i];
+                r[i] = c->broadcast(i) ? t->broadcast(i) : f->broadcast(i);
             }
             return r;
         }
@@ -252,8 +301,7 @@ struct Place {
 
 struct Write {
     int thread;
-    Place issue, land;
-    bool landed;
+    Place issue, land;  // land: where it is written; for a pending copy, its issue until it lands
     int group;  // commit group of an asynchronous copy; -1 for a store
     std::string func;
     int at;  // BlockRun::places
@@ -270,11 +318,10 @@ class BlockRun {
     Env &env;
     Evaluator eval;
     const std::set<std::string> &shared;  // the kernel's shared allocations
-    std::map<std::string, std::vector<std::string>> thread_vars;
 
 public:
-    // Per granule of each shared allocation (buffer, granule): the writes and reads.
-    // Keyed by the allocation's index in `buffers` and the granule.
+    // The writes and reads of each granule, keyed by the allocation's index in `buffers` and
+    // the granule.
     std::map<std::pair<int, int64_t>, std::vector<int>> writes_of, reads_of;
     std::vector<std::string> buffers;
     std::vector<std::string> places;  // the serial loops' values at events, e.g. "k=3"
@@ -298,7 +345,6 @@ public:
         walk(body);
         for (int w : pending) {
             writes[w].land = Place{std::numeric_limits<int>::max(), 0};
-            writes[w].landed = true;
         }
     }
 
@@ -404,7 +450,7 @@ private:
         for (int64_t g : granules(op->index, op->value.type())) {
             writes_of[{buffer_id(op->name), g}].push_back(w);
         }
-        writes.push_back(Write{thread, place, place, !async, async ? committed : -1,
+        writes.push_back(Write{thread, place, place, async ? committed : -1,
                                funcs.empty() ? op->name : funcs.back(), where()});
         if (async) pending.push_back(w);
     }
@@ -416,7 +462,6 @@ private:
         for (int w : pending) {
             if (writes[w].group < committed - n) {
                 writes[w].land = place;
-                writes[w].landed = true;
             } else {
                 still.push_back(w);
             }
