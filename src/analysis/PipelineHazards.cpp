@@ -1,9 +1,9 @@
 #include "analysis/PipelineHazards.h"
 
 #include "codegen/AsyncCopyMarkers.h"
+#include "copy/CopyLowering.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -423,29 +423,11 @@ private:
         e.accept(&r);
     }
 
-    static bool is_async_copy(const Expr &value) {
-        bool found = false;
-        visit_with(value, [&](const Call *c) { found = found || c->name.rfind(async_copy_prefix, 0) == 0; });
-        return found;
-    }
-    static void visit_with(const Expr &e, const std::function<void(const Call *)> &f) {
-        struct V : IRVisitor {
-            const std::function<void(const Call *)> *f;
-            using IRVisitor::visit;
-            void visit(const Call *op) override {
-                (*f)(op);
-                IRVisitor::visit(op);
-            }
-        } v;
-        v.f = &f;
-        e.accept(&v);
-    }
-
     void record_write(const Store *op) {
         reads_in(op->value);
         reads_in(op->index);
         place.step++;
-        const bool async = is_async_copy(op->value);
+        const bool async = copy_kind_of(op->value) == CopyKind::Async;
         const int w = (int)writes.size();
         for (int64_t g : granules(op->index, op->value.type())) {
             writes_of[{buffer_id(op->name), g}].push_back(w);

@@ -1,7 +1,6 @@
 #include "analysis/PipelineSummary.h"
 
 #include "analysis/PipelineAnalysis.h"
-#include "codegen/AsyncCopyMarkers.h"
 #include "copy/CopyLowering.h"
 
 #include <sstream>
@@ -129,19 +128,14 @@ class Measure : public IRVisitor {
 
     void visit(const Store *op) override {
         if (op->name == shared && producing) {
-            // A vector of halves is copied as 32-bit words: reinterpret(marker) (CopyLowering).
-            Expr value = op->value;
-            while (const Call *r = value.as<Call>()) {
-                if (!r->is_intrinsic(Call::reinterpret)) break;
-                value = r->args[0];
-            }
-            const Call *c = value.as<Call>();
-            const Load *l = value.as<Load>();
-            if (c && c->name.rfind(async_copy_prefix, 0) == 0) {
+            switch (copy_kind_of(op->value)) {
+            case CopyKind::Async:
                 shape.async_copies++;
-            } else if (l && l->name.rfind(staging_prefix, 0) == 0) {
+                break;
+            case CopyKind::RegisterStaged:
                 shape.staged_copies++;
-            } else {
+                break;
+            default:
                 shape.synchronous_copies++;
             }
         }

@@ -364,6 +364,19 @@ Stmt with_registers(const std::string &name, Type t, int elements, const Stmt &b
     return Allocate::make(name, t, MemoryType::Register, {elements}, const_true(), Block::make(body, Free::make(name)));
 }
 
+CopyKind copy_kind_of(const Expr &stored) {
+    Expr value = stored;
+    while (const Call *r = value.as<Call>()) {
+        if (!r->is_intrinsic(Call::reinterpret)) break;
+        value = r->args[0];
+    }
+    const Call *c = value.as<Call>();
+    const Load *l = value.as<Load>();
+    if (c && c->name.rfind(async_copy_prefix, 0) == 0) return CopyKind::Async;
+    if (l && l->name.rfind(staging_prefix, 0) == 0) return CopyKind::RegisterStaged;
+    return CopyKind::Synchronous;
+}
+
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs) {
     return std::make_unique<Lowering>(kind, unaligned_inputs);
 }

@@ -82,6 +82,11 @@ public:
 /** Registers a copy is staged through are named with this prefix. */
 constexpr const char *staging_prefix = "alcop_staged";
 
+/** What kind of copy a store into a slot is, read back from the lowered IR by the value it
+ * stores: Async for a cp.async marker (reinterpreted: a vector of halves is copied as 32-bit
+ * words), RegisterStaged for a load of a staging register, Synchronous for anything else. */
+CopyKind copy_kind_of(const Halide::Expr &stored);
+
 /** The lowering of `kind`. With Async, a copy from an input that is not cp.async only because
  * Halide cannot prove its address aligned is a warning naming the Func, the input and the
  * constraints that are missing, once per input in `unaligned_inputs` (the pass's); a loop none

@@ -1,6 +1,7 @@
 #include "EmulatedTensorCores.h"
 
 #include "Error.h"
+#include "ThreadLoops.h"
 #include "codegen/TensorCoreMarkers.h"
 
 #include <functional>
@@ -142,13 +143,12 @@ bool has_markers(const Stmt &s) {
 
 /** The markers of one kernel replaced by private code: every register a fragment passes
  * through holds the whole warp's values of that register (see the header). */
-class EmulateMarkers : public IRMutator {
-    using IRMutator::visit;
+class EmulateMarkers : public ThreadLoopMutator {
+    using ThreadLoopMutator::visit;
 
     // Lanes of a warp, and the entries of a replicated register.
     static constexpr int warp = 32;
 
-    const For *lanes = nullptr;                  // the innermost gpu_thread loop: a warp's lanes
     std::map<std::string, Expr> lane_dependent;  // enclosing lets that depend on the lane, in terms of it
     std::set<std::string> fragment_buffers;      // register arrays ldmatrix stores into
     std::map<std::string, std::string> replicas;  // a register variable -> its replicated array
@@ -170,15 +170,6 @@ public:
     }
 
 private:
-    Stmt visit(const For *op) override {
-        if (op->for_type != ForType::GPUThread) return IRMutator::visit(op);
-        const For *outer = lanes;
-        lanes = op;
-        Stmt s = IRMutator::visit(op);
-        lanes = outer;
-        return s;
-    }
-
     /** This thread's lane. */
     Expr lane() const {
         internal_assert(lanes && is_const(lanes->extent, warp))

@@ -1,6 +1,7 @@
 #include "TensorCoreFaults.h"
 
 #include "Error.h"
+#include "ThreadLoops.h"
 #include "codegen/TensorCoreMarkers.h"
 
 namespace alcop {
@@ -39,19 +40,9 @@ bool is_barrier(const Stmt &s) {
     return c && c->is_intrinsic(Call::gpu_thread_barrier);
 }
 
-class BreakLdmatrix : public IRMutator {
-    using IRMutator::visit;
+class BreakLdmatrix : public ThreadLoopMutator {
+    using ThreadLoopMutator::visit;
     const TensorCoreFault fault;
-    const For *lanes = nullptr;  // the innermost gpu_thread loop
-
-    Stmt visit(const For *op) override {
-        if (op->for_type != ForType::GPUThread) return IRMutator::visit(op);
-        const For *outer = lanes;
-        lanes = op;
-        Stmt s = IRMutator::visit(op);
-        lanes = outer;
-        return s;
-    }
 
     // FragmentBeforeBarrier: in a sequence, the statement after a barrier that loads fragments
     // goes before the barrier.
