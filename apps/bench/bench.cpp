@@ -301,10 +301,16 @@ struct Variant {
 };
 
 // What fp32 accumulation may lose, relative to the sum of the terms' magnitudes: 1e-4 as for
-// fp32 operands, or for fp16 / bf16 operands (exact products of multiples of 1/256) the bound
-// K 2^-24 of K fp32 additions, twice over for the order of mma.sync's internal sums.
+// fp32 operands, or for fp16 / bf16 operands the bound of hardware mma.sync. Its products are
+// exact, but its sums are not fp32 additions rounded to nearest (the emulation's, whose bound the
+// tests use: reference::exact_products_bound): Fasi, Higham, Mikaitis and Pranesh (Numerical
+// behavior of NVIDIA tensor cores, PeerJ CS 2021) measured on V100, T4 and A100 that a block of
+// b products (4 on V100, 8 on A100) and the accumulator are aligned to the largest of them and
+// truncated, and the sum rounded toward zero: up to 2^-23 of the block's largest magnitude per
+// addend, (b + 1) 2^-23 per block, K (1 + 1/b) 2^-23 of the terms' magnitudes in all, at most
+// 2.5 K 2^-24 for b >= 4. cuBLAS and cuDNN, on the same tensor cores, are judged by it too.
 double accumulation_tolerance(const Problem &p) {
-    return p.element == Element::F32 ? 1e-4 : std::max(1e-4, 2.0 * p.k * std::ldexp(1.0, -24));
+    return p.element == Element::F32 ? 1e-4 : std::max(1e-4, 2.5 * p.k * std::ldexp(1.0, -24));
 }
 
 // The generators' default tiles: 64 x 64 blocks, 4 x 4 per thread, tile_k 8, no fragments.

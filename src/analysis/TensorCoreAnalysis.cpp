@@ -294,9 +294,10 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     s.accept(&find);
     if (find.updates.empty()) return;  // not in this Stmt (e.g. another kernel's pipeline)
     const std::vector<const For *> &threads = find.updates.front().threads;
-    user_assert(!threads.empty()) << who << ": the update of " << user_name(name)
-                                  << " is not inside gpu_threads loops; a warp of 32 threads "
-                                  << "must share each mma.sync (schedule it with alcop::schedule_tensor_core_tile).\n";
+    // Halide gives a kernel without gpu_threads one thread loop of extent 1 (which the check of
+    // whole warps below rejects), and puts every Func of a kernel with threads inside them.
+    internal_assert(!threads.empty()) << who << ": the update of " << user_name(name)
+                                      << " is not inside gpu_threads loops.\n";
     // The innermost thread loop is thread_id_x: warps are 32 consecutive of its threads.
     const For *lane_loop = threads.back();
     const int64_t *lanes = as_const_int(lane_loop->extent);
@@ -346,7 +347,10 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
         }
         for (const FindUpdates::Update &u : find.updates) {
             std::optional<int64_t> flat = evaluate_lane(u.index, values);
-            user_assert(flat) << who << ": cannot tell which accumulator element a lane updates: " << u.index << ".\n";
+            // Halide flattens a Func's store index from its pure Vars: affine in the loop
+            // variables, which are constants here.
+            internal_assert(flat) << who << ": cannot tell which accumulator element a lane updates: " << u.index
+                                  << ".\n";
             held[l].insert({*flat % *width, *flat / *width});  // (x, y)
         }
     }

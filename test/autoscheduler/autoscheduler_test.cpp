@@ -11,6 +11,7 @@
 #include "Halide.h"
 
 #include "KernelSource.h"
+#include "alcop/Inspect.h"
 #include "analysis/PipelineSummary.h"
 #include "TensorCoreGemm.h"
 
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <unistd.h>
@@ -166,6 +168,41 @@ std::string ptx_of(const Module &m) {
     return kernel_source::of(m);
 }
 
+/** A schedule source with Halide's uniquifying suffixes taken off the names ("out_65_intm",
+ * "prod$2"), as a pipeline built again in this process gets other suffixes, and without the
+ * search's time. */
+std::string comparable(const std::string &source) {
+    const std::string names = std::regex_replace(source, std::regex("(_\\d+(?=\\W|_)|\\$\\d+)"), "");
+    return std::regex_replace(names, std::regex("ranked in [0-9.]+ ms"), "ranked");
+}
+
+/** What the plugin built of `make()` for `t`, as alcop::inspect reports it, after checking the
+ * report: streaming loops the pass rewrote, `stages` requested for each staged tile where
+ * given, and no hazard in any kernel
+ * (analysis/PipelineHazards). The plugin's own copy of the library lowers what it schedules, out
+ * of sight of this process's alcop::inspect, so this process's copy of the autoscheduler (the
+ * same code, the same options) schedules a fresh `make()`, checked to get the source the plugin
+ * wrote in `plugin`. */
+std::string expect_pipelined_without_hazards(const std::function<Built()> &make, const Scheduled &plugin,
+                                             const Target &t, int stages = 0) {
+    Built b = make();
+    const alcop::autoscheduler::Result r =
+        alcop::autoscheduler::autoschedule(b.pipeline, t, alcop::autoscheduler::Options::from_environment());
+    EXPECT_EQ(comparable(r.schedule_source), comparable(plugin.source));
+    const std::string report = alcop::inspect(b.pipeline, b.args, t);
+    std::cout << report;
+    const int loops = kernel_source::count(report, "after:  streaming loop");
+    EXPECT_GT(loops, 0) << report;
+    EXPECT_GT(kernel_source::count(report, "hazards: "), 0) << report;
+    EXPECT_EQ(kernel_source::count(report, "hazards: 0 ("), kernel_source::count(report, "hazards: ")) << report;
+    if (stages > 0) {
+        EXPECT_EQ(kernel_source::count(report, "(stages " + std::to_string(stages) + ", shared)"),
+                  kernel_source::count(report, ", shared)"))
+            << report;
+    }
+    return report;
+}
+
 /** Assembles `ptx` for sm_80; returns ptxas's log, or "" when ptxas was not found. */
 std::string ptxas(const std::string &ptx, const std::string &name, bool *ok) {
     *ok = true;
@@ -230,8 +267,8 @@ TEST_P(Contraction, IsSearchedScheduledAndPipelined) {
     EXPECT_EQ(std::regex_replace(k[1].str(), std::regex(k[2].str()), accumulator), c.k_specialization) << s.source;
     EXPECT_NE(s.source.find("// Chosen: "), std::string::npos);
 
-    // It lowers (the ALCOP pass accepts every branch) for OpenCL.
-    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, c.name, Target("host-opencl")));
+    // It lowers for OpenCL into pipelines without hazards (the ALCOP pass accepts every branch).
+    expect_pipelined_without_hazards(c.make, s, Target("host-opencl"));
 }
 
 TEST_P(Contraction, CompilesForCudaAndPtxasAssemblesIt) {
@@ -286,7 +323,7 @@ TEST(Autoscheduler, ConstantKIsChunkedWithoutASpecialization) {
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
     EXPECT_EQ(s.source.find("update(0).specialize"), std::string::npos) << s.source;
     for (int st : pipeline_stages(s.source)) EXPECT_GT(st, 1);
-    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_constant_k", Target("host-opencl")));
+    expect_pipelined_without_hazards([] { return gemm(512, 512, 512, 512); }, s, Target("host-opencl"));
 }
 
 TEST(Autoscheduler, ConstantKGetsRegisterStagesOnCuda) {
@@ -390,7 +427,17 @@ TEST(Autoscheduler, TuningAppliesTheRequestedCandidate) {
         << c.log;
     EXPECT_NE(c.source.find("candidate 2 (tuning)"), std::string::npos) << c.source;
     EXPECT_NE(a.source.find("the model's choice"), std::string::npos) << a.source;
-    EXPECT_NO_THROW(third.pipeline.compile_to_module(third.args, "gemm_candidate_2", t));
+    // What is built is that candidate: its stages, pipelined.
+    const std::string candidate = chosen(c.log);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(candidate, m, std::regex(" S(\\d) "))) << c.log;
+    expect_pipelined_without_hazards(
+        [] {
+            Built b = gemm(1024, 1024, 1024);
+            alcop::autoscheduler::request_candidate(b.pipeline.outputs()[0], 2);
+            return b;
+        },
+        c, t, std::stoi(m[1]));
 }
 
 TEST(Autoscheduler, RequestedGpuIsModelled) {
@@ -572,7 +619,11 @@ TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
     EXPECT_NE(s.log.find("not a contraction it recognizes"), std::string::npos) << s.log;
     EXPECT_NE(s.source.find("plain GPU schedule"), std::string::npos) << s.source;
     EXPECT_EQ(s.source.find("alcop::pipeline"), std::string::npos);
-    EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "gemm_relu", Target("host-opencl")));
+    // GPU kernels without a shared tile to synchronize: a GPU schedule, not a pipeline.
+    const std::string source =
+        kernel_source::of(b.pipeline.compile_to_module(b.args, "gemm_relu", Target("host-opencl")));
+    EXPECT_GT(kernel_source::count(source, "__kernel void"), 0) << source;
+    EXPECT_EQ(kernel_source::count(source, "barrier("), 0) << source;
 }
 
 // The accumulator's initial value is computed over whole block tiles, past the output's edges:
@@ -612,6 +663,19 @@ TEST(Autoscheduler, AnInitialValueReadingAnInputIsClampedOrRefused) {
     }
 }
 
+TEST(Autoscheduler, AnUnknownLimitsValueIsAnErrorSayingTheValuesThereAre) {
+    Built b = gemm(256, 256, 256);
+    load_plugins();
+    ScopedEnv limits("ALCOP_AUTOSCHEDULER_LIMITS", "opt-in");
+    try {
+        b.pipeline.auto_schedule("Alcop", Target("host-cuda-cuda_capability_80"));
+        FAIL() << "expected an error";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("ALCOP_AUTOSCHEDULER_LIMITS=opt-in: say optin"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Autoscheduler, NonGpuTargetIsAnError) {
     Built b = gemm(256, 256, 256);
     load_plugins();
@@ -636,7 +700,13 @@ TEST(Autoscheduler, ComparedWithLi2018ByTheModel) {
     Scheduled a = autoschedule(ours, "Alcop", t);
     Scheduled l = autoschedule(theirs, "Li2018", t);
     std::cout << "[Li2018 schedule]\n" << l.source;
-    EXPECT_NO_THROW(theirs.pipeline.compile_to_module(theirs.args, "gemm_li2018", t));
+    // What the comparison assumes of Li2018's kernel: no shared-memory tile, operands read from
+    // global memory by the fma.
+    const std::string li_ptx = ptx_of(theirs.pipeline.compile_to_module(theirs.args, "gemm_li2018", t));
+    EXPECT_GT(kernel_source::count(li_ptx, ".entry"), 0) << li_ptx;
+    EXPECT_EQ(kernel_source::count(li_ptx, ".shared"), 0) << li_ptx;
+    EXPECT_GT(kernel_source::count(li_ptx, "ld.global"), 0) << li_ptx;
+    EXPECT_GT(kernel_source::count(li_ptx, "fma.rn.f32"), 0) << li_ptx;
 
     std::smatch m;
     ASSERT_TRUE(std::regex_search(a.source, m,

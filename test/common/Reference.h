@@ -84,7 +84,11 @@ inline bool close(float got, double ref, double scale) {
  * cores (and their emulation, test/support/EmulatedTensorCores.h) accumulate in fp32. Rounding
  * at each of the k additions, |error| <= gamma_k * sum |terms| with gamma_k = k u / (1 - k u),
  * u = 2^-24 (Higham, Accuracy and Stability of Numerical Algorithms, 3.1); times 1.01. It grows
- * linearly with k; a wrong element in a product is off by about |a b|, far above it. */
+ * linearly with k; a wrong element in a product is off by about |a b|, far above it. This is the
+ * bound of the emulation, which rounds each fp32 addition to nearest; hardware mma.sync aligns
+ * and truncates its sums (Fasi et al. 2021), up to 2.5 k u, which the benchmark's check on a GPU
+ * applies (apps/bench/bench.cpp, accumulation_tolerance). The tests run the emulation: the tighter
+ * bound is the right one for them. */
 inline double exact_products_bound(int k, double scale) {
     const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
     return 1.01 * gamma * scale;
@@ -147,6 +151,27 @@ inline double conv2d_at(const Halide::Runtime::Buffer<float> &input, const Halid
         }
     }
     return sum;
+}
+
+/** Elements of `out` (co, pixel), pixel = ox + OW (oy + OH n), that are not close to the
+ * convolution of `input` by `filter` with `stride` and `pad` (conv2d_at): wrong or unwritten. */
+inline int conv2d_mismatches(const Halide::Runtime::Buffer<float> &input, const Halide::Runtime::Buffer<float> &filter,
+                             const Halide::Runtime::Buffer<float> &out, int stride, int pad) {
+    const int ow = (input.dim(1).extent() + 2 * pad - filter.dim(2).extent()) / stride + 1;
+    const int oh = (input.dim(2).extent() + 2 * pad - filter.dim(3).extent()) / stride + 1;
+    int bad = 0;
+    for (int n = 0; n < input.dim(3).extent(); n++) {
+        for (int oy = 0; oy < oh; oy++) {
+            for (int ox = 0; ox < ow; ox++) {
+                for (int co = 0; co < filter.dim(0).extent(); co++) {
+                    double scale = 0;
+                    const double ref = conv2d_at(input, filter, stride, pad, co, ox, oy, n, &scale);
+                    bad += !close(out(co, ox + ow * (oy + oh * n)), ref, scale);
+                }
+            }
+        }
+    }
+    return bad;
 }
 
 }  // namespace reference

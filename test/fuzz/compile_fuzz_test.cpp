@@ -1,6 +1,7 @@
 // Compile-time fuzzing on pocl: random configurations of the testing generators (block tiles,
-// thread tiles, k tiles, vector widths, shared stages of A and B, register stages; tensor-core
-// types and warp tiles where the generators have them), each generated through the generator
+// thread tiles, k tiles, vector widths, shared stages of A and B, register stages, how copies
+// are made; tensor-core types and warp tiles where the generators have them; convolutions'
+// strides and padding), each generated through the generator
 // executable in a subprocess (tools/variants), loaded into this process and run at a few random
 // runtime shapes with tails against a double-precision reference.
 //
@@ -126,10 +127,11 @@ Space fp32_space() {
         {"thread_m", {"1", "2", "4", "8"}},
         {"thread_n", {"1", "2", "4", "8"}},
         {"tile_k", {"4", "8", "16", "32"}},
-        {"vector_width", {"1", "2", "4"}},
+        {"vector_width", {"1", "2", "4", "8", "16"}},
         {"stages", range(1, 6)},
         {"stages_b", range(0, 4)},  // 0: A's
         {"register_stages", range(0, 4)},
+        {"copies", {"auto", "synchronous", "staged"}},  // cp.async (async) is CUDA's
     };
     s.constraints = matmul_constraints(4);
     s.constraints.push_back({"thread tiles divide the block tile", [](const Config &c) {
@@ -141,10 +143,11 @@ Space fp32_space() {
 }
 
 // Tensor cores: fp16 and bf16 operands, warp tiles of mma.sync's shape (multiples of 16),
-// k tiles of its k step (16), as check_tensor_core_tiles (ContractionSchedule.h) asks; no
-// register stages (not built for fragments yet) and no vector_width (the copies are 16-byte
-// vectors). Blocks of at most 32 x 32: pocl takes 25-190 s to compile a kernel of a larger
-// block (one work-item per lane of each warp, the fragments in its private memory).
+// k tiles of its k step (16), as check_tensor_core_tiles (ContractionSchedule.h) asks; register
+// stages of the fragments where the pass takes them (both operands pipelined, R dividing the
+// chunk's k steps); no vector_width (the copies are 16-byte vectors). Blocks of at most
+// 32 x 32: pocl takes 25-190 s to compile a kernel of a larger block (one work-item per lane of
+// each warp, the fragments in its private memory).
 Space tensor_core_space() {
     Space s;
     s.generators = {"testing_gemm", "testing_bmm"};
@@ -152,11 +155,31 @@ Space tensor_core_space() {
         {"type", {"f16", "bf16"}}, {"block_m", {"16", "32"}}, {"block_n", {"16", "32"}},
         {"warp_m", {"16", "32"}},  {"warp_n", {"16", "32"}},  {"tile_k", {"16", "32", "48"}},
         {"stages", range(1, 4)},   {"stages_b", range(0, 3)},  // 0: A's
+        {"register_stages", range(0, 2)},
     };
     s.constraints = matmul_constraints(2);
+    s.constraints.push_back({"register stages take both operands pipelined and divide the k steps",
+                             [](const Config &c) {
+                                 return c.at("register_stages") < 2 ||
+                                        (c.at("stages", 1) >= 2 && stages_b(c) >= 2 &&
+                                         (c.at("tile_k") / 16) % c.at("register_stages") == 0);
+                             }});
     s.constraints.push_back({"warp tiles divide the block tile", [](const Config &c) {
                                  return c.at("block_m") % c.at("warp_m") == 0 && c.at("block_n") % c.at("warp_n") == 0;
                              }});
+    return s;
+}
+
+// Convolutions (fp32): the GEMM's tiles, vectors and stages (one count for both operands, and
+// the default copies), with strides and padding.
+Space conv2d_space() {
+    Space s = fp32_space();
+    s.generators = {"testing_conv2d"};
+    s.dimensions.erase(std::remove_if(s.dimensions.begin(), s.dimensions.end(),
+                                      [](const Dimension &d) { return d.param == "stages_b" || d.param == "copies"; }),
+                       s.dimensions.end());
+    s.dimensions.push_back({"stride", {"1", "2", "3"}});
+    s.dimensions.push_back({"pad", {"0", "1", "2"}});
     return s;
 }
 
@@ -223,6 +246,36 @@ std::string check(const Variant &v, bool batched, std::mt19937 &rng, int shapes)
     return failures.str();
 }
 
+/** The same for a convolution variant (testing_conv2d) of `stride` and `pad`: random images,
+ * channels and filter sizes, each at least one output pixel. */
+std::string check_conv2d(const Variant &v, int stride, int pad, std::mt19937 &rng, int shapes) {
+    std::ostringstream failures;
+    for (int s = 0; s < shapes; s++) {
+        const int n = 1 + rng() % 2, kw = 1 + rng() % 3, kh = 1 + rng() % 3;
+        const int w = std::max(kw - 2 * pad, 1) + rng() % 12, h = std::max(kh - 2 * pad, 1) + rng() % 12;
+        const int ci = 1 + rng() % 40, co = fuzz::draw_size(rng);
+        const int ow = (w + 2 * pad - kw) / stride + 1, oh = (h + 2 * pad - kh) / stride + 1;
+        Buffer<float> input(ci, w, h, n), filter(co, ci, kw, kh);
+        reference::fill_random(input, rng);
+        reference::fill_random(filter, rng);
+        Buffer<float> out = reference::poisoned({co, ow * oh * n});
+        std::string error;
+        const int status =
+            v.run({{"input", input.raw_buffer()}, {"filter", filter.raw_buffer()}, {"out", out.raw_buffer()}}, &error);
+        std::ostringstream shape;
+        shape << "N " << n << ", H " << h << ", W " << w << ", CI " << ci << ", CO " << co << ", filter " << kh << "x"
+              << kw;
+        if (status) {
+            failures << "  " << shape.str() << ": returned " << status << " " << error << "\n";
+            continue;
+        }
+        out.copy_to_host();
+        const int wrong = reference::conv2d_mismatches(input, filter, out, stride, pad);
+        if (wrong) failures << "  " << shape.str() << ": " << wrong << " of " << out.number_of_elements() << " wrong\n";
+    }
+    return failures.str();
+}
+
 struct Batch {
     int seed = 0;
     std::string dir;
@@ -265,7 +318,10 @@ std::string run_one(const Batch &r, size_t i, std::mt19937 &rng, int shapes) {
     std::string error;
     std::unique_ptr<Variant> v = Variant::load(b.library, "fz" + std::to_string(i), &error);
     if (!v) return "load failed: " + error + "\n" + repeat;
-    const std::string wrong = check(*v, r.configs[i].generator == "testing_bmm", rng, shapes);
+    const Config &c = r.configs[i];
+    const std::string wrong = c.generator == "testing_conv2d" ?
+                                  check_conv2d(*v, c.at("stride", 1), c.at("pad", 0), rng, shapes) :
+                                  check(*v, c.generator == "testing_bmm", rng, shapes);
     return wrong.empty() ? "" : "mismatch\n" + repeat + wrong;
 }
 
@@ -379,6 +435,10 @@ TEST(CompileFuzz, TensorCoreConstraintsAreTheGenerators) {
 // (test/support/EmulatedTensorCores.h).
 TEST(CompileFuzz, TensorCoreConfigurationsMatchReference) {
     fuzz_space(tensor_core_space());
+}
+
+TEST(CompileFuzz, RandomConvolutionsMatchReference) {
+    fuzz_space(conv2d_space());
 }
 
 }  // namespace

@@ -245,7 +245,7 @@ TEST(TwoLevel, LocalMemoryIsDetected) {
 // occupancy predictions rest on checked numbers. Register stages 0 (the compute reads shared
 // memory directly) is one fragment slot to the model: the compiler loads each step's values
 // into registers anyway.
-TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxas) {
+TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxasOnTheKernelsItWasFittedTo) {
 #ifndef ALCOP_PTXAS
     GTEST_SKIP() << "ptxas not found";
 #else
@@ -276,6 +276,71 @@ TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxas) {
         std::cout << "[model vs ptxas] " << s.to_string() << ": estimate " << estimate << ", ptxas " << r.registers
                   << "\n";
         EXPECT_LE(std::abs(estimate - r.registers), 0.1 * r.registers) << s.to_string();
+    }
+#endif
+}
+
+// The estimates on kernels they were not fitted to: the fp32 one (fitted to the four GEMM
+// schedules above) on other GEMM tiles, the batched matmul and the convolution; the tensor-core
+// one (fitted to the user's GEMM of test/tensorcore/TensorCoreGemm.h, TensorCoreModel in
+// test/autoscheduler) on the generators' own tensor-core GEMM, batched matmul and convolution,
+// whose copies, guards and epilogues are written differently. Occupancy rests on these, so the
+// error a user meets is the one outside the fit. For GEMM-shaped kernels (gemm, bmm) it stays
+// within 16% or 8 registers either way; for convolutions the estimate is low, by 10-40 registers
+// (their copies' im2col addresses, which the estimate, knowing only the tiles, leaves out:
+// docs/model.md §15), and the test bounds that shortfall so that it cannot grow unseen.
+TEST(ModelValidation, RegisterEstimateHoldsOnKernelsOutsideItsFit) {
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found";
+#else
+    struct Config {
+        const char *generator, *type;
+        int bm, bn, kt, tm, tn, stages, register_stages;
+    };
+    const Config configs[] = {
+        {"gemm", "f32", 128, 64, 16, 8, 4, 3, 1},
+        {"gemm", "f32", 64, 64, 32, 4, 4, 2, 1},
+        {"gemm", "f32", 32, 32, 8, 2, 2, 3, 2},
+        {"bmm", "f32", 64, 64, 16, 4, 4, 3, 2},
+        {"conv2d", "f32", 64, 64, 16, 4, 4, 3, 2},
+        {"conv2d", "f32", 128, 64, 8, 8, 4, 2, 1},
+        {"gemm", "f16", 128, 128, 32, 64, 64, 3, 2},
+        {"gemm", "f16", 64, 64, 32, 32, 32, 3, 1},
+        {"gemm", "bf16", 128, 64, 32, 64, 32, 4, 2},
+        {"bmm", "f16", 64, 64, 32, 32, 32, 3, 2},
+        {"conv2d", "f16", 64, 64, 32, 32, 32, 3, 1},
+        {"conv2d", "f16", 128, 64, 32, 64, 32, 3, 1},
+    };
+    for (const Config &c : configs) {
+        const bool tensor_cores = std::string(c.type) != "f32";
+        GeneratorParamsMap params{{"type", c.type},
+                                  {"block_m", std::to_string(c.bm)},
+                                  {"block_n", std::to_string(c.bn)},
+                                  {"tile_k", std::to_string(c.kt)},
+                                  {tensor_cores ? "warp_m" : "thread_m", std::to_string(c.tm)},
+                                  {tensor_cores ? "warp_n" : "thread_n", std::to_string(c.tn)},
+                                  {"stages", std::to_string(c.stages)},
+                                  {"register_stages", std::to_string(c.register_stages)},
+                                  {"limits", "optin"}};
+        const std::string ptx = ptx_of(c.generator, "host-cuda-cuda_capability_80", params);
+        Ptxas r = assemble(ptx, "sm_80");
+        ASSERT_TRUE(r.ran) << r.log;
+        alcop::model::Schedule s;
+        s.bm = c.bm, s.bn = c.bn, s.kt = c.kt, s.tm = c.tm, s.tn = c.tn, s.smem_stages = c.stages;
+        s.reg_stages = std::max(1, c.register_stages);
+        s.tensor_cores = tensor_cores;
+        const int estimate = alcop::model::estimate_registers(s, *alcop::model::find_gpu("A100"));
+        const double error = double(estimate - r.registers) / r.registers;
+        std::cout << "[model vs ptxas, held out] " << c.generator << " " << c.type << " " << s.to_string()
+                  << ": estimate " << estimate << ", ptxas " << r.registers << " (" << std::lround(100 * error)
+                  << "%)\n";
+        if (std::string(c.generator) == "conv2d") {
+            EXPECT_LT(estimate, r.registers) << "the convolution's shortfall is gone: update docs/model.md §15";
+            EXPECT_GE(error, -1.0 / 3) << c.generator << " " << s.to_string();
+        } else {
+            EXPECT_TRUE(std::abs(error) <= 0.16 || std::abs(estimate - r.registers) <= 8)
+                << c.generator << " " << s.to_string();
+        }
     }
 #endif
 }

@@ -90,7 +90,8 @@ public:
 
 /** out(n, m) = sum_k A(k, m) B(n, k) on tensor cores: tc_test::Gemm with copies that read
  * zeros outside the inputs (any M, N and K), f16 or bf16, A K- or M-major and B N- or K-major
- * in shared memory, `stages` shared stages, copies of `vector` elements. */
+ * in shared memory, `stages` shared stages, `register_stages` stages of the fragments, copies
+ * of `vector` elements. */
 class TestingTensorCoreGemm : public Halide::Generator<TestingTensorCoreGemm> {
 public:
     enum class Element { F16, BF16 };
@@ -104,6 +105,7 @@ public:
     GeneratorParam<bool> b_k_major{"b_k_major", false};
     GeneratorParam<int> stages{"stages", 1, 1, 8};
     GeneratorParam<int> vector{"vector", 1, 1, 8};
+    GeneratorParam<int> register_stages{"register_stages", 1, 1, 4};
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
     // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
@@ -121,6 +123,7 @@ public:
         g.a_type = g.b_type = element();
         g.block_m = block_m, g.block_n = block_n, g.warp_m = warp_m, g.warp_n = warp_n, g.tile_k = tile_k;
         g.a_m_major = a_m_major, g.b_k_major = b_k_major, g.stages = stages, g.vector = vector;
+        g.register_stages = register_stages;
         g.guarded = true;
         out = g.define(*A, *B);
     }

@@ -29,7 +29,9 @@ struct Gemm {
     bool f64_accumulator = false;
     bool guarded = false;  // the copies read zeros outside A and B: any M, N and K (see define())
     bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
-    enum class Threads { TensorCore, Simt, HalfWarps } threads = Threads::TensorCore;
+    bool second_update = false;  // P += f32(A) * f32(B) twice
+    bool unroll_k = false;       // the reduction inside a chunk unrolled (no k loop for the mma steps)
+    enum class Threads { TensorCore, Simt, HalfWarps, OneThread } threads = Threads::TensorCore;
     std::string target = "host-cuda-cuda_capability_80";
 
     int stages = 1;           // alcop::pipeline of A_sh and B_sh
@@ -72,6 +74,7 @@ struct Gemm {
         } else {
             prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk));
         }
+        if (second_update) prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk));
         out(x, y) = prod(x, y);
 
         out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
@@ -81,6 +84,12 @@ struct Gemm {
             alcop::schedule_tensor_core_tile(out, xi, yi, warp_m, warp_n);
             alcop::schedule_tensor_core_tile(prod, x, y, warp_m, warp_n);
             alcop::schedule_tensor_core_tile(prod.update(), x, y, warp_m, warp_n, {r.x}, {r.y});
+            if (unroll_k) prod.update().unroll(r.x);
+        } else if (threads == Threads::OneThread) {
+            // No gpu_threads in the kernel: one thread of each block copies and computes its
+            // tile. (Where any Func of a kernel has threads, Halide puts the others inside the
+            // same thread loops.)
+            prod.update().reorder(x, y, r.x, r.y);
         } else {
             // The SIMT register tiling of the fp32 generators: thread (tx, ty) holds a
             // contiguous tm x tn tile. Threads::Simt: 32 x 2 threads (whole warps, wrong
@@ -110,6 +119,7 @@ struct Gemm {
                 f.split(inner, io, ii, vector).vectorize(ii);
                 inner = io;
             }
+            if (threads == Threads::OneThread) continue;
             f.fuse(inner, outer, c)
                 .split(c, co, ci, threads_x * threads_y, TailStrategy::GuardWithIf)
                 .split(ci, fy, fx, threads_x)

@@ -147,6 +147,53 @@ TEST(TensorCoreMisuse, ChunkNotAMultipleOfTheKStep) {
     EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "of extent 8");
 }
 
+TEST(TensorCoreMisuse, AccumulatorOfOneDimension) {
+    ImageParam A(Float(16), 1, "A"), B(Float(16), 1, "B");
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, 16, "r");
+    Func prod("prod"), out("out");
+    prod(x) = 0.0f;
+    prod(x) += ConciseCasts::f32(A(r)) * ConciseCasts::f32(B(x + r));
+    out(x) = prod(x);
+    out.gpu_tile(x, xo, xi, 32);
+    prod.compute_at(out, xo);
+    alcop::tensor_cores(prod, 16, 16);
+    Pipeline p(out);
+    alcop::Options options;
+    options.target = Target("host-cuda-cuda_capability_80");
+    alcop::enable(p, options);
+    try {
+        p.compile_to_module({A, B}, "one_dimension", options.target);
+        FAIL() << "a one-dimensional accumulator was accepted";
+    } catch (const CompileError &e) {
+        EXPECT_REJECTION(e.what(), "alcop::tensor_cores(prod)", "the accumulator needs two dimensions");
+    }
+}
+
+TEST(TensorCoreMisuse, MoreThanOneUpdate) {
+    Gemm g;
+    g.second_update = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "must have exactly one update");
+}
+
+TEST(TensorCoreMisuse, AKernelWithoutThreads) {
+    // Halide runs it as one thread a block.
+    Gemm g;
+    g.threads = Gemm::Threads::OneThread;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "do not form whole warps");
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "has 1 threads (1 in all)");
+}
+
+TEST(TensorCoreMisuse, ReductionOfAChunkUnrolled) {
+    Gemm g;
+    g.unroll_k = true;
+    // The serial loop around the updates is then the chunk loop, of no constant extent.
+    const std::string e = g.lower();
+    EXPECT_REJECTION(e, "alcop::tensor_cores(prod)", "must be a serial loop (not unrolled)");
+    EXPECT_NE(e.find("but it is prod"), std::string::npos) << e;
+    EXPECT_NE(e.find(".s1.r$y of extent"), std::string::npos) << e;
+}
+
 TEST(TensorCoreMisuse, TargetWithoutTensorCores) {
     Gemm g;
     g.target = "host-cuda-cuda_capability_61";

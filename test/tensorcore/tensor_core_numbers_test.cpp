@@ -27,6 +27,7 @@
 #include "tc_gemm_f16_akm_bnm_s1_v1_unswizzled_rows.h"
 #include "tc_gemm_f16_akm_bnm_s3_v8.h"
 #include "tc_gemm_f16_amm_bkm_s1_v8.h"
+#include "tc_gemm_f16_amm_bnm_s3_v8_r2.h"
 
 #include <gtest/gtest.h>
 
@@ -150,7 +151,8 @@ void check(GemmFn fn, const Element &e) {
 }
 
 // Named: element, A's shared layout (akm: K-major, amm: M-major, read with .trans), B's
-// (bnm: N-major, .trans; bkm: K-major), shared stages, elements per copy. Only unpipelined
+// (bnm: N-major, .trans; bkm: K-major), shared stages, elements per copy, register stages of
+// the fragments where more than one. Only unpipelined
 // operand tiles are swizzled (rewrite/SwizzleOperands.h): A and B in the s1 variants with a
 // K-major A and an N-major B.
 TEST(TensorCoreNumbers, F16KMajorANMajorB) {
@@ -170,6 +172,9 @@ TEST(TensorCoreNumbers, BF16KMajorBThreeStagesVectorCopies) {
 }
 TEST(TensorCoreNumbers, BF16MMajorAThreeStages) {
     check(tc_gemm_bf16_amm_bnm_s3_v1, bf16);
+}
+TEST(TensorCoreNumbers, F16BothTransposedThreeStagesTwoRegisterStages) {
+    check(tc_gemm_f16_amm_bnm_s3_v8_r2, f16);
 }
 
 // The first variant with a defect of the tensor-core rewrite (test/support/TensorCoreFaults.h):

@@ -131,6 +131,23 @@ TEST(RegisterLevel, WrittenOutsideItsProducer) {
                     "is written outside its producer");
 }
 
+TEST(RegisterLevel, ProducerWritesAnotherBuffer) {
+    Stmt producer = produce("F", Block::make(store("F_regs", 0, load("S", var("ki"))), store("G_regs", 0, 1.0f)));
+    Stmt loop = step_loop(Block::make(producer, use_fragment()));
+    Stmt s = Allocate::make("G_regs", Float(32), MemoryType::Register, {4}, const_true(), fragment_registers(loop));
+    EXPECT_REJECTED(kernel(s), "writes 2 buffers; a fragment's producer writes only its own registers");
+}
+
+TEST(RegisterLevel, ProducedTwiceInTheStepLoop) {
+    // Side by side (what an unrolled loop leaves), and once more inside a loop of the step loop's
+    // body, which the count of produce nodes per innermost loop does not see.
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make({load_fragment(), load_fragment(), use_fragment()})))),
+                    "is produced 2 times in the body of the serial loop ki");
+    Stmt inner = For::make("again", 0, 2, ForType::Serial, DeviceAPI::None, load_fragment());
+    EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make({load_fragment(), inner, use_fragment()})))),
+                    "is produced more than once in the serial loop ki");
+}
+
 TEST(RegisterLevel, ReadBeforeItIsProduced) {
     EXPECT_REJECTED(kernel(fragment_registers(step_loop(Block::make(use_fragment(), load_fragment())))),
                     "before it is produced there");

@@ -78,6 +78,50 @@ TEST(Requests, TheLastOfARequestMadeTwiceWins) {
     EXPECT_EQ(alcop::recorded(f.function(), "alcop.nothing "), std::nullopt);
 }
 
+TEST(Requests, TheMemberDirectivesRecordWhatTheFunctionsDo) {
+    alcop::Func f("members");
+    Var x, y;
+    f(x, y) = 0.0f;
+    f.tensor_cores(32, 64).min_blocks_per_sm(3).pipeline(2, alcop::Level::Register);
+    const std::optional<alcop::TensorCoreRequest> t = alcop::requested_tensor_cores(f.function());
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->warp_m, 32);
+    EXPECT_EQ(t->warp_n, 64);
+    EXPECT_EQ(alcop::requested_min_blocks_per_sm(f.function()), 3);
+    const std::optional<alcop::PipelineRequest> p = alcop::requested_pipeline(f.function());
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->stages, 2);
+    EXPECT_EQ(p->level, alcop::Level::Register);
+    // They check their arguments as the functions do.
+    EXPECT_THROW(f.tensor_cores(24, 64), CompileError);
+    EXPECT_THROW(f.min_blocks_per_sm(0), CompileError);
+}
+
+TEST(Requests, LevelsAreNamedAsInTheMessages) {
+    EXPECT_STREQ(alcop::to_string(alcop::Level::Shared), "shared");
+    EXPECT_STREQ(alcop::to_string(alcop::Level::Register), "register");
+}
+
+TEST(Requests, OptionsAreEqualOnlyInEveryField) {
+    const alcop::Options base;
+    EXPECT_TRUE(base == alcop::Options());
+    EXPECT_FALSE(base != alcop::Options());
+    std::vector<std::function<void(alcop::Options &)>> changes = {
+        [](alcop::Options &o) { o.target = Target("host-cuda"); },
+        [](alcop::Options &o) { o.copies = alcop::CopyKind::Synchronous; },
+        [](alcop::Options &o) { o.shared_memory_limit = 1024; },
+        [](alcop::Options &o) { o.register_limit = 128; },
+        [](alcop::Options &o) { o.cuda_opt_in = true; },
+        [](alcop::Options &o) { o.spills_are_errors = true; },
+    };
+    for (size_t i = 0; i < changes.size(); i++) {
+        alcop::Options changed;
+        changes[i](changed);
+        EXPECT_TRUE(changed != base) << "field " << i;
+        EXPECT_FALSE(changed == base) << "field " << i;
+    }
+}
+
 TEST(Misuse, StagesBelowOne) {
     const DirectiveError e = directive_error("staged", [](Func f) { alcop::pipeline(f, 0); });
     // Named as the user wrote it, whatever suffix Halide gave the Func in this process.
@@ -129,6 +173,58 @@ TEST(Misuse, AmbiguousAccess) {
     // Reads S[8, 24): half in P's tile, half in whatever follows it.
     EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(var("tx") + 8)})), 32),
                     "without lying inside it");
+}
+
+// Two staged tiles, P and Q, each with its own requests.
+std::string error_of_two(const Stmt &s) {
+    return rejection(s, {{"P", {2, alcop::Level::Shared}}, {"Q", {2, alcop::Level::Shared}}});
+}
+
+Stmt copy_of(const std::string &f, Expr at) {
+    return produce(f, store("S", std::move(at), load("in", var("ko") * 16 + var("tx"))));
+}
+
+TEST(Misuse, TwoTilesProducedByOneStatement) {
+    // Q's copy inside P's producer: one statement that cannot be prefetched as two.
+    Stmt copies = produce("P", Block::make(store("S", var("tx"), load("in", var("tx"))), copy_of("Q", var("tx") + 16)));
+    Stmt s = kernel(streaming_loop(Block::make({copies, barrier(), use_tile()})), 32);
+    EXPECT_REJECTION(error_of_two(s), "alcop::pipeline(Q)", "are produced by one statement of the serial loop ko");
+}
+
+TEST(Misuse, ProducedTwiceInTheLoop) {
+    // What an unrolled loop inside the streaming loop leaves: two produce nodes of P.
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy_tile(), barrier(), copy_tile(), barrier(), use_tile()}))),
+                    "is produced more than once in the serial loop ko");
+}
+
+TEST(Misuse, ProducerWritesAnotherBuffer) {
+    Stmt copy = produce("P", Block::make(store("S", var("tx"), load("in", var("ko") * 16 + var("tx"))),
+                                         store("out", var("tx"), 0.0f)));
+    EXPECT_REJECTED(kernel(streaming_loop(Block::make({copy, barrier(), use_tile()}))),
+                    "also writes out; a pipelined producer may only write its own shared tile");
+}
+
+TEST(Misuse, TwoTilesInTheSameBytes) {
+    // P and Q both in S[0, 16): their slots could not be told apart.
+    Stmt use = consume("P", consume("Q", store("out", var("ko") * 16 + var("tx"), load("S", 15 - var("tx")))));
+    Stmt s = kernel(streaming_loop(Block::make({copy_of("P", var("tx")), copy_of("Q", var("tx")), barrier(), use})));
+    const std::string e = error_of_two(s);
+    EXPECT_REJECTION(e, "alcop::pipeline(P): the shared tiles of P and Q", "cannot be told apart");
+    EXPECT_NE(e.find("bytes [0, 64)"), std::string::npos) << e;
+}
+
+TEST(Misuse, DirectivesOnAFuncWithoutADefinition) {
+    Func undefined("undefined");
+    for (const std::function<void()> &call : std::vector<std::function<void()>>{
+             [&] { alcop::pipeline(undefined, 2); }, [&] { alcop::tensor_cores(undefined, 64, 64); }}) {
+        try {
+            call();
+            ADD_FAILURE() << "accepted on a Func without a definition";
+        } catch (const CompileError &e) {
+            EXPECT_NE(std::string(e.what()).find("(undefined): the Func has no definition"), std::string::npos)
+                << e.what();
+        }
+    }
 }
 
 TEST(Misuse, NotInAGpuKernel) {
