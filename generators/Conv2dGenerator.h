@@ -60,19 +60,21 @@ public:
         Expr OW = (W + 2 * pd - KW) / s + 1, OH = (H + 2 * pd - KH) / s + 1;
         Expr pixels = OW * OH * input.dim(3).extent();
 
-        // As in the GEMM: unclamped contiguous dimensions where copies become cp.async.
+        // As in the GEMM: unclamped where the copies become cp.async (guarded_index).
         const bool async = this->promise_async_operands(alcop::CopyKind::Auto, vw, input, filter);
-        auto contiguous = [&](Expr i, Expr extent) { return this->contiguous_index(async, i, extent); };
+        const bool rows = this->unclamped_rows(async);
+        auto contiguous = [&](Expr i, Expr extent) { return this->guarded_index(async, i, extent); };
+        auto other = [&](Expr i, Expr extent) { return this->guarded_index(rows, i, extent); };
 
         Expr ox = p % OW, oy = (p / OW) % OH, n = p / (OW * OH);
         Expr ix = ox * s + kx - pd, iy = oy * s + ky - pd;
         Expr inside = ci < CI && p < pixels && ix >= 0 && ix < W && iy >= 0 && iy < H;
         input_shared(ci, p, kx, ky) = select(
             inside,
-            input(contiguous(ci, CI), clamp(ix, 0, W - 1), clamp(iy, 0, H - 1), clamp(n, 0, input.dim(3).extent() - 1)),
+            input(contiguous(ci, CI), other(ix, W), other(iy, H), other(n, input.dim(3).extent())),
             Halide::cast(t, 0));
         filter_shared(co, ci, kx, ky) =
-            select(ci < CI && co < CO, filter(contiguous(co, CO), clamp(ci, 0, CI - 1), kx, ky), Halide::cast(t, 0));
+            select(ci < CI && co < CO, filter(contiguous(co, CO), other(ci, CI), kx, ky), Halide::cast(t, 0));
 
         r = RDom(0, kt, 0, (CI + kt - 1) / kt, 0, KW, 0, KH, "r");
         Expr rc = r.y * kt + r.x;

@@ -81,11 +81,12 @@ public:
         std::vector<Var> batch;
         if (Batched) batch.push_back(b);
 
-        // The staged tiles: copies of A and B that read zeros outside the matrices, their
-        // contiguous dimension unclamped where the copies become cp.async (contiguous_index).
+        // The staged tiles: copies of A and B that read zeros outside the matrices, unclamped
+        // where the copies become cp.async (guarded_index).
         const bool async = this->promise_async_operands(copies, vw, A, B);
-        std::vector<Expr> a_args{this->contiguous_index(async, k, K), clamp(m, 0, M - 1)};
-        std::vector<Expr> b_args{this->contiguous_index(async, n, N), clamp(k, 0, K - 1)};
+        const bool rows = this->unclamped_rows(async);
+        std::vector<Expr> a_args{this->guarded_index(async, k, K), this->guarded_index(rows, m, M)};
+        std::vector<Expr> b_args{this->guarded_index(async, n, N), this->guarded_index(rows, k, K)};
         std::vector<Var> a_vars{k, m}, b_vars{n, k}, out_vars{x, y};
         for (Var v : batch) {
             a_args.push_back(v);
