@@ -333,7 +333,6 @@ private:
         StreamingLoop &stream = streaming.back();
         const std::string &ko = stream.loop->name;
         Expr next = Variable::make(Int(32), ko) + 1;
-        const Expr end = stream.loop->min + stream.loop->extent;
         stream.registers = unique_name(fragment_registers_name);
         int per_slot = 0;
         auto store = [&](const Fragments &f, int slot, const std::map<std::string, Expr> &chunk) {
@@ -352,7 +351,11 @@ private:
                 parts.push_back(store(fragments_of(t), slot, {}));
             } else {
                 if (t == steps) parts.insert(parts.end(), stream.publish.begin(), stream.publish.end());
-                parts.push_back(IfThenElse::make(next < end, store(fragments_of(t - steps), slot, {{ko, next}})));
+                // Unguarded: in the last chunk it reads the slot a next chunk would take, in shared
+                // memory and with no copy in flight (the chunk's last wait retired them all), into
+                // registers no mma.sync reads. Under `if (ko + 1 < n)` the two paths would join
+                // and the compiler copy each fragment register there (bf16: 64 mov a chunk).
+                parts.push_back(store(fragments_of(t - steps), slot, {{ko, next}}));
             }
             // The mma markers read the slot through lets, as without register stages: the four
             // calls of one mma must share their operand values (TensorCoreMarkers.h).

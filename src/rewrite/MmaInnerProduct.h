@@ -20,7 +20,8 @@
  * With register stages R (alcop::pipeline(P, R, Level::Register) on the accumulator) the
  * ldmatrix results go to R slots of per-thread fragment registers instead: step s loads step
  * s + R - 1 before its mma, the last steps load the next chunk's first ones (from slot
- * ko + 1 of the shared pipeline, guarded) after the streaming loop's wait and barrier, which
+ * ko + 1 of the shared pipeline; unguarded, in the last chunk from a slot no copy writes any
+ * more, into registers no mma reads) after the streaming loop's wait and barrier, which
  * move there from the end of its body, and a register prologue follows the shared one. It
  * assumes the shared pipeline of both operands (LowerPipelines checks it) and that the inner
  * product is the unconditional last consumer of the streaming loop (a user error otherwise).

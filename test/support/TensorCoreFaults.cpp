@@ -4,6 +4,8 @@
 #include "ThreadLoops.h"
 #include "codegen/TensorCoreMarkers.h"
 
+#include <algorithm>
+
 namespace alcop {
 namespace testing {
 
@@ -44,8 +46,9 @@ class BreakLdmatrix : public ThreadLoopMutator {
     using ThreadLoopMutator::visit;
     const TensorCoreFault fault;
 
-    // FragmentBeforeBarrier: in a sequence, the statement after a barrier that loads fragments
-    // goes before the barrier.
+    // FragmentBeforeBarrier: in a sequence, the statements after a barrier that load fragments
+    // (the run of them: the rewrite's fragment stores, one statement each) go before the
+    // barrier.
     Stmt visit(const Block *op) override {
         if (fault != TensorCoreFault::FragmentBeforeBarrier) return IRMutator::visit(op);
         std::vector<Stmt> stmts;
@@ -55,11 +58,13 @@ class BreakLdmatrix : public ThreadLoopMutator {
             s = b ? b->rest : Stmt();
         }
         for (size_t i = 0; i + 1 < stmts.size(); i++) {
-            if (is_barrier(stmts[i]) && has_ldmatrix(stmts[i + 1])) {
-                std::swap(stmts[i], stmts[i + 1]);
-                changed = true;
-                i++;
-            }
+            if (!is_barrier(stmts[i])) continue;
+            size_t end = i + 1;
+            while (end < stmts.size() && has_ldmatrix(stmts[end])) end++;
+            if (end == i + 1) continue;
+            std::rotate(stmts.begin() + i, stmts.begin() + i + 1, stmts.begin() + end);
+            changed = true;
+            i = end - 1;
         }
         return Block::make(stmts);
     }

@@ -49,8 +49,9 @@ struct Mma {
 /** The markers of the rewritten kernel, in program order. With register stages the ldmatrix
  * results are stored into fragment registers and each mma's operands are lets of those
  * registers: a let then stands for the ldmatrix last stored (in program order) into the
- * register it reads. The stores inside the streaming loop under a guard load the next chunk's
- * first step (`next_chunk`, by register). */
+ * register it reads. The stores inside the streaming loop after its barrier (the one that
+ * publishes the next chunk's tile) load the next chunk's first step (`next_chunk`, by
+ * register). */
 class Collect : public IRVisitor {
 public:
     std::vector<std::pair<std::string, Ldmatrix>> loads;
@@ -61,7 +62,7 @@ private:
     using IRVisitor::visit;
     std::vector<std::pair<std::string, Expr>> lets;
     std::map<int, Ldmatrix> registers;
-    int serial_loops = 0, guards = 0;
+    int serial_loops = 0, barriers = 0;
 
     static bool is_ldmatrix(const Call *c) {
         return c && (c->name == alcop::ldmatrix_name || c->name == alcop::ldmatrix_trans_name);
@@ -73,19 +74,18 @@ private:
                 e0 ? inlined(e0->index) : Expr()};
     }
     void visit(const For *op) override {
-        // Guards count from the innermost serial loop in.
+        // Barriers count from the innermost serial loop in.
         const bool serial = op->for_type == ForType::Serial;
-        const int outer_guards = guards;
+        const int outer_barriers = barriers;
         serial_loops += serial;
-        guards = serial ? 0 : guards;
+        barriers = serial ? 0 : barriers;
         IRVisitor::visit(op);
         serial_loops -= serial;
-        guards = outer_guards;
+        barriers = outer_barriers;
     }
-    void visit(const IfThenElse *op) override {
-        guards++;
+    void visit(const Call *op) override {
+        barriers += op->is_intrinsic(Call::gpu_thread_barrier);
         IRVisitor::visit(op);
-        guards--;
     }
 
     Expr inlined(Expr e) const {
@@ -113,7 +113,7 @@ private:
         if (is_ldmatrix(c)) {
             const int r = (int)*as_const_int(op->index);
             registers[r] = ldmatrix(c);
-            if (serial_loops && guards) next_chunk.push_back({r, registers[r]});
+            if (serial_loops && barriers) next_chunk.push_back({r, registers[r]});
             return;
         }
         if (!c || (c->name != alcop::mma_f16_name && c->name != alcop::mma_bf16_name)) return;
