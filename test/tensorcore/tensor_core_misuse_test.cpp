@@ -180,8 +180,9 @@ TEST(TensorCoreMisuse, AKernelWithoutThreads) {
     // Halide runs it as one thread a block.
     Gemm g;
     g.threads = Gemm::Threads::OneThread;
-    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "do not form whole warps");
-    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "has 1 threads (1 in all)");
+    const std::string e = g.lower();
+    EXPECT_REJECTION(e, "alcop::tensor_cores(prod)", "do not form whole warps");
+    EXPECT_NE(e.find("has 1 threads (1 in all)"), std::string::npos) << e;
 }
 
 TEST(TensorCoreMisuse, ReductionOfAChunkUnrolled) {

@@ -65,9 +65,9 @@ inline Stmt kernel(Stmt thread_body, int elems = 16) {
     return For::make("blk", 0, 4, ForType::GPUBlock, DeviceAPI::OpenCL, alloc);
 }
 
-// The copy of tile ko of "in" into P's 16 floats at the start of S.
-inline Stmt copy_tile(Expr at = var("tx")) {
-    return produce("P", store("S", std::move(at), load("in", var("ko") * 16 + var("tx"))));
+// The copy of tile ko of "in" into f's 16 floats at the start of S (or at `at`).
+inline Stmt copy_tile(Expr at = var("tx"), const std::string &f = "P") {
+    return produce(f, store("S", std::move(at), load("in", var("ko") * 16 + var("tx"))));
 }
 // A consumer that reads P reversed and writes the global "out".
 inline Stmt use_tile(Expr at = 15 - var("tx")) {

@@ -180,13 +180,9 @@ std::string error_of_two(const Stmt &s) {
     return rejection(s, {{"P", {2, alcop::Level::Shared}}, {"Q", {2, alcop::Level::Shared}}});
 }
 
-Stmt copy_of(const std::string &f, Expr at) {
-    return produce(f, store("S", std::move(at), load("in", var("ko") * 16 + var("tx"))));
-}
-
 TEST(Misuse, TwoTilesProducedByOneStatement) {
     // Q's copy inside P's producer: one statement that cannot be prefetched as two.
-    Stmt copies = produce("P", Block::make(store("S", var("tx"), load("in", var("tx"))), copy_of("Q", var("tx") + 16)));
+    Stmt copies = produce("P", Block::make(store("S", var("tx"), load("in", var("tx"))), copy_tile(var("tx") + 16, "Q")));
     Stmt s = kernel(streaming_loop(Block::make({copies, barrier(), use_tile()})), 32);
     EXPECT_REJECTION(error_of_two(s), "alcop::pipeline(Q)", "are produced by one statement of the serial loop ko");
 }
@@ -207,7 +203,7 @@ TEST(Misuse, ProducerWritesAnotherBuffer) {
 TEST(Misuse, TwoTilesInTheSameBytes) {
     // P and Q both in S[0, 16): their slots could not be told apart.
     Stmt use = consume("P", consume("Q", store("out", var("ko") * 16 + var("tx"), load("S", 15 - var("tx")))));
-    Stmt s = kernel(streaming_loop(Block::make({copy_of("P", var("tx")), copy_of("Q", var("tx")), barrier(), use})));
+    Stmt s = kernel(streaming_loop(Block::make({copy_tile(var("tx"), "P"), copy_tile(var("tx"), "Q"), barrier(), use})));
     const std::string e = error_of_two(s);
     EXPECT_REJECTION(e, "alcop::pipeline(P): the shared tiles of P and Q", "cannot be told apart");
     EXPECT_NE(e.find("bytes [0, 64)"), std::string::npos) << e;
