@@ -125,6 +125,22 @@ protected:
         return async && tensor_cores();
     }
 
+    /** A copy's guard, `inside`: on tensor cores, true where every tile is whole too. The
+     * tensor-core schedules specialize out on `whole_tiles` (specialize_whole_tiles): in that
+     * branch Halide's simplifier knows the sizes' remainders are 0, every guard folds to true,
+     * and each copy is a plain cp.async of 16 bytes, where a tail needs its src-size computed
+     * per copy and chunk (0.44 instructions per mma.sync in the fp16 GEMM, docs/mainloop.md).
+     * In the other branch it knows `whole_tiles` false and the guard is `inside` again. The
+     * SIMT kernels are left unspecialized: each of their copies feeds a few FFMAs per thread
+     * at most, and a second kernel would double what pocl compiles in the tests. */
+    Expr guard(const Expr &inside, const Expr &whole_tiles) const {
+        return tensor_cores() ? whole_tiles || inside : inside;
+    }
+
+    void specialize_whole_tiles(Func out, const Expr &whole_tiles) {
+        if (tensor_cores()) out.specialize(whole_tiles);
+    }
+
     /** out's schedule: ContractionSchedule.h's tensor-core schedule (f16, bf16) or SIMT one
      * (f32) of the contraction prod of a_shared and b_shared, chunked by r (r.x within a chunk,
      * r.y the chunk), with stages_b stages of B, and the pipelines asked for unless

@@ -82,7 +82,8 @@ public:
         if (Batched) batch.push_back(b);
 
         // The staged tiles: copies of A and B that read zeros outside the matrices, unclamped
-        // where the copies become cp.async (guarded_index).
+        // where the copies become cp.async (guarded_index), their guards true where every
+        // tile is whole (guard()).
         const bool async = this->promise_async_operands(copies, vw, A, B);
         const bool rows = this->unclamped_rows(async);
         std::vector<Expr> a_args{this->guarded_index(async, k, K), this->guarded_index(rows, m, M)};
@@ -95,8 +96,9 @@ public:
             b_vars.push_back(v);
             out_vars.push_back(v);
         }
-        A_shared(a_vars) = select(k < K && m < M, A(a_args), Halide::cast(t, 0));
-        B_shared(b_vars) = select(k < K && n < N, B(b_args), Halide::cast(t, 0));
+        whole_tiles = K % kt == 0 && M % bm == 0 && N % bn == 0;
+        A_shared(a_vars) = select(this->guard(k < K && m < M, whole_tiles), A(a_args), Halide::cast(t, 0));
+        B_shared(b_vars) = select(this->guard(k < K && n < N, whole_tiles), B(b_args), Halide::cast(t, 0));
 
         r = RDom(0, kt, 0, (K + kt - 1) / kt, "r");
         Expr rk = r.y * kt + r.x;
@@ -123,6 +125,7 @@ public:
         if (min_blocks_per_sm > 0) {
             alcop::min_blocks_per_sm(out, min_blocks_per_sm);
         }
+        this->specialize_whole_tiles(out, whole_tiles);
         alcop::Options options;
         options.copies = copies;
         options.shared_memory_limit = shared_memory_limit;
@@ -136,6 +139,7 @@ protected:
 
     Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"};
     Halide::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    Expr whole_tiles;  // K a multiple of tile_k, M and N of the block tile
     RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined
 };
 

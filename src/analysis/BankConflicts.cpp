@@ -32,6 +32,7 @@ class SharedAccessFinder : public KernelContextVisitor {
 
 public:
     std::vector<KernelBankConflicts> kernels;
+    std::map<const For *, std::string> names;  ///< kernel_names()
 
 private:
     std::set<std::string> shared_buffers;
@@ -41,7 +42,7 @@ private:
     void visit(const For *op) override {
         const bool outermost_block = op->for_type == ForType::GPUBlock && kernel_depth == 0;
         if (outermost_block) {
-            kernels.push_back({op->name, {}, 0});
+            kernels.push_back({names.at(op), {}, 0});
         }
         const bool is_thread = op->for_type == ForType::GPUThread && kernel_depth > 0;
         const bool is_block = op->for_type == ForType::GPUBlock;
@@ -262,6 +263,7 @@ int KernelBankConflicts::conflicts() const {
 
 std::vector<KernelBankConflicts> find_bank_conflicts(const Stmt &s) {
     SharedAccessFinder finder;
+    finder.names = kernel_names(s);
     s.accept(&finder);
     return finder.kernels;
 }

@@ -86,4 +86,31 @@ void KernelContextVisitor::visit(const IfThenElse *op) {
     }
 }
 
+std::map<const For *, std::string> kernel_names(const Stmt &s) {
+    class Kernels : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type == ForType::GPUBlock) {
+                kernels.push_back(op);  // its body holds no other kernel
+            } else {
+                IRVisitor::visit(op);
+            }
+        }
+
+    public:
+        std::vector<const For *> kernels;
+    } find;
+    s.accept(&find);
+    std::map<std::string, int> count, seen;
+    for (const For *k : find.kernels) {
+        count[k->name]++;
+    }
+    std::map<const For *, std::string> names;
+    for (const For *k : find.kernels) {
+        const int n = count[k->name];
+        names[k] = n == 1 ? k->name : k->name + " (" + std::to_string(++seen[k->name]) + " of " + std::to_string(n) + ")";
+    }
+    return names;
+}
+
 }  // namespace alcop

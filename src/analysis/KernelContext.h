@@ -14,6 +14,7 @@
 
 #include "Halide.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,11 @@ public:
     explicit KernelContextVisitor(KernelContext ctx) : ctx(std::move(ctx)), kernel_depth(1) {
     }
 };
+
+/** A name for each kernel of `s` (each outermost gpu_block loop): its loop's name, and where
+ * several kernels share it (the branches of a specialization) "name (i of n)", in the order of
+ * `s`, so that reports keep them apart. */
+std::map<const Halide::Internal::For *, std::string> kernel_names(const Halide::Internal::Stmt &s);
 
 }  // namespace alcop
 

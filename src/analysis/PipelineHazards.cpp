@@ -1,5 +1,6 @@
 #include "analysis/PipelineHazards.h"
 
+#include "analysis/KernelContext.h"
 #include "codegen/AsyncCopyMarkers.h"
 #include "copy/CopyLowering.h"
 
@@ -599,6 +600,7 @@ class Kernels {
 
 public:
     std::vector<KernelHazards> result;
+    std::map<const For *, std::string> names;  ///< kernel_names()
 
     Kernels(const std::map<std::string, int64_t> &values, int64_t extent)
         : env(values, extent), eval(env), extent(extent) {
@@ -636,7 +638,7 @@ public:
 private:
     KernelHazards run_kernel(const For *kernel) {
         KernelHazards k;
-        k.kernel = kernel->name;
+        k.kernel = names.at(kernel);
         k.extent = extent;
         // Block 0: every gpu_block loop at its min.
         std::vector<std::string> bound;
@@ -706,12 +708,13 @@ std::string PipelineHazard::to_string() const {
 std::vector<KernelHazards> find_pipeline_hazards(const Stmt &s, int64_t extent,
                                                  const std::map<std::string, int64_t> &values) {
     Kernels kernels(values, extent);
+    kernels.names = kernel_names(s);
     kernels.walk(s);
     return kernels.result;
 }
 
 const std::vector<int64_t> &hazard_check_extents() {
-    static const std::vector<int64_t> extents{100, 40, 16};
+    static const std::vector<int64_t> extents{100, 40, 16, 128};
     return extents;
 }
 

@@ -73,7 +73,8 @@ std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s
                                                  const std::map<std::string, int64_t> &values = {});
 
 /** The extents the report checks each kernel at: a tail in every dimension with several K tiles,
- * fewer K tiles than stages, one partial tile. */
+ * fewer K tiles than stages, one partial tile, and whole tiles (128, a multiple of every tile
+ * up to 128: the branch of a specialization on whole tiles). */
 const std::vector<int64_t> &hazard_check_extents();
 
 }  // namespace alcop

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -226,9 +227,19 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
         if (ptx.empty()) {
             os << "no PTX: the target is not CUDA\n";
         } else {
+            // Create the folder as a user naming a new one expects; say so where writing fails
+            // rather than claim a file that is not there.
+            std::error_code ignored;
+            std::filesystem::create_directories(options.ptx_dir, ignored);
             const std::string path = options.ptx_dir + "/" + name + ".ptx";
-            std::ofstream(path) << ptx;
-            os << "PTX written to " << path << "\n";
+            std::ofstream file(path);
+            file << ptx;
+            file.close();
+            if (file) {
+                os << "PTX written to " << path << "\n";
+            } else {
+                os << "PTX not written: cannot write " << path << "\n";
+            }
         }
     }
     return os.str();

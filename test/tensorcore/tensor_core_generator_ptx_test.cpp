@@ -7,7 +7,8 @@
 // register prologue loads once more; no local memory; ptxas assembles each kernel for sm_80 and
 // sm_90 with no spills. Unpipelined (stages=1: no register stages either) and pipelined with
 // the same tiles: all the stages' copies 16-byte cp.async (conv2d's padded im2col gather too),
-// or, unpipelined, all the copies' bytes in shared stores.
+// or, unpipelined, all the copies' bytes in shared stores. gemm and bmm build two kernels:
+// whole tiles (a specialization whose copies compute no src-size) and partial tiles.
 // The generators' own user errors and the pass's rejection of a target without tensor cores.
 // Not run (no GPU).
 
@@ -113,36 +114,48 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
     // The default warp tiles: 64 x 64 (four warps), conv2d's 64 x 32 (eight).
     const int warp_n = v.generator == "conv2d" ? 32 : 64, threads = 32 * (128 / 64) * (128 / warp_n);
     const int stages = v.stages ? v.stages : 3, register_stages = stages > 1 ? 2 : 0;
-    EXPECT_EQ(join(tensor_core_problems(ptx, v.type, warp_n, register_stages)), "");
-    // Each tile copy stores A's and B's 128 x 32 tiles in 16-byte vectors (8 elements), spread
-    // over the threads; the prologue copies stages - 1 tiles, the loop one.
-    const int vectors = 2 * 128 * 32 / 8 / threads * stages;
-    const int groups = count(ptx, "cp.async.commit_group");
-    // Pipelined, every copy is a cp.async: conv2d's input tile (the im2col gather, zero-filled
-    // outside the image) as well as its filter tile.
-    const int async_vectors = stages == 1 ? 0 : vectors;
-    EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), async_vectors);
-    EXPECT_EQ(shared_store_bytes(ptx), 16 * (vectors - async_vectors));
-    // Every copy is guarded (the generators' tails; conv2d's image borders too), so each one
-    // computes its src-size.
-    EXPECT_EQ(zero_filling_copies(ptx), async_vectors);
-    if (stages > 1) {
-        // One commit group per step; each wait is followed by a barrier before the next
-        // ldmatrix reads the tile.
-        EXPECT_EQ(groups, stages);
-        for (size_t at = ptx.find("cp.async.wait_group"); at != std::string::npos;
-             at = ptx.find("cp.async.wait_group", at + 1)) {
-            const size_t bar = ptx.find("bar.sync", at), ld = ptx.find("ldmatrix", at);
-            EXPECT_TRUE(bar != std::string::npos && (ld == std::string::npos || bar < ld));
+    // gemm and bmm: two kernels, the specialization on whole tiles, then the generic one
+    // (partial tiles); conv2d: the generic one only.
+    const bool specialized = v.generator != "conv2d";
+    const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+    ASSERT_EQ(kernels.size(), specialized ? 2u : 1u);
+    for (size_t i = 0; i < kernels.size(); i++) {
+        const std::string &k = kernels[i].text;
+        const bool whole_tiles = specialized && i == 0;
+        SCOPED_TRACE(kernels[i].name);
+        EXPECT_EQ(join(tensor_core_problems(k, v.type, warp_n, register_stages)), "");
+        // Each tile copy stores A's and B's 128 x 32 tiles in 16-byte vectors (8 elements),
+        // spread over the threads; the prologue copies stages - 1 tiles, the loop one.
+        const int vectors = 2 * 128 * 32 / 8 / threads * stages;
+        const int groups = count(k, "cp.async.commit_group");
+        // Pipelined, every copy is a cp.async: conv2d's input tile (the im2col gather, zero-filled
+        // outside the image) as well as its filter tile.
+        const int async_vectors = stages == 1 ? 0 : vectors;
+        EXPECT_EQ(count(k, "cp.async.cg.shared.global"), async_vectors);
+        EXPECT_EQ(shared_store_bytes(k), 16 * (vectors - async_vectors));
+        // The generic kernel guards every copy (the tails; conv2d's image borders too), so
+        // each one computes its src-size; with whole tiles none does.
+        const int guarded = whole_tiles ? 0 : async_vectors;
+        EXPECT_EQ(zero_filling_copies(k), guarded);
+        if (stages > 1) {
+            // One commit group per step; each wait is followed by a barrier before the next
+            // ldmatrix reads the tile.
+            EXPECT_EQ(groups, stages);
+            for (size_t at = k.find("cp.async.wait_group"); at != std::string::npos;
+                 at = k.find("cp.async.wait_group", at + 1)) {
+                const size_t bar = k.find("bar.sync", at), ld = k.find("ldmatrix", at);
+                EXPECT_TRUE(bar != std::string::npos && (ld == std::string::npos || bar < ld));
+            }
+        } else {
+            // Unpipelined, the copies are synchronous (nothing to overlap them with).
+            EXPECT_EQ(count(k, "cp.async"), 0);
         }
-    } else {
-        // Unpipelined, the copies are synchronous (nothing to overlap them with).
-        EXPECT_EQ(count(ptx, "cp.async"), 0);
+        std::printf("%s %s stages=%d, %s: %d mma.sync, %d ldmatrix, %d cp.async (16 bytes), %d commit groups, %d "
+                    "st.shared.v4, %d zero-filling\n",
+                    v.generator.c_str(), v.type.c_str(), stages, whole_tiles ? "whole tiles" : "partial tiles",
+                    count(k, "mma.sync"), count(k, "ldmatrix"), count(k, "cp.async.cg.shared.global"), groups,
+                    count(k, "st.shared.v4"), zero_filling_copies(k));
     }
-    std::printf("%s %s stages=%d: %d mma.sync, %d ldmatrix, %d cp.async (16 bytes), %d commit groups, %d "
-                "st.shared.v4, %d zero-filling\n",
-                v.generator.c_str(), v.type.c_str(), stages, count(ptx, "mma.sync"), count(ptx, "ldmatrix"),
-                count(ptx, "cp.async.cg.shared.global"), groups, count(ptx, "st.shared.v4"), zero_filling_copies(ptx));
 #ifdef ALCOP_PTXAS
     for (const char *arch : {"sm_80", "sm_90"}) {
         int status = 0;
