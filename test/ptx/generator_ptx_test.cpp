@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -577,6 +578,28 @@ TEST(Inspect, AUsersPipelineIsReportedWithTheCopiesThePtxHas) {
     const auto [reported, assembled] = reported_and_assembled_copies(report, options.ptx_dir, "pipeline");
     EXPECT_EQ(reported, 6);
     EXPECT_EQ(reported, assembled);
+}
+
+// --ptx DIR (InspectOptions::ptx_dir) creates a folder that is not there, and says so where the
+// PTX cannot be written instead of naming a file it did not write.
+TEST(Inspect, ThePtxFolderIsCreatedAndAFailedWriteIsSaid) {
+    std::vector<Argument> args;
+    Pipeline p = offset_gemm_pipeline(0, true, true, &args);
+    const Target target("host-cuda-cuda_capability_80");
+    alcop::InspectOptions options;
+    const std::string folder = ::testing::TempDir() + "/alcop_inspect_" + std::to_string(getpid());
+    options.ptx_dir = folder + "/nested";
+    const std::string path = options.ptx_dir + "/pipeline.ptx";
+    std::string report = alcop::inspect(p, args, target, options);
+    EXPECT_NE(report.find("PTX written to " + path), std::string::npos) << report;
+    std::ifstream written(path);
+    EXPECT_TRUE(written.good()) << path;
+    std::filesystem::remove_all(folder);
+    options.ptx_dir = "/proc/alcop_inspect";  // no folder can be made there
+    report = alcop::inspect(p, args, target, options);
+    EXPECT_NE(report.find("PTX not written: cannot write /proc/alcop_inspect/pipeline.ptx"), std::string::npos)
+        << report;
+    EXPECT_EQ(report.find("PTX written to"), std::string::npos) << report;
 }
 
 // A generator's module, as alcop_inspect builds it: the same counts for each operand type.
