@@ -203,6 +203,41 @@ inline ContractionShape with_defaults(Operands type, int block_m, int block_n, i
     return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), kt, s, pick(register_stages, prefetch ? 2 : 0)};
 }
 
+// Conversions between bf16 and fp32 in integer arithmetic: Halide 14's PTX backend cannot cast
+// fp32 to bf16 (LLVM 14's NVPTX has no bf16 rounding) and loads a bf16 it casts to fp32 as the
+// 16-bit integer in an fp32 register (ld.global.u16 %f), which ptxas rejects.
+
+/** The fp32 `f` rounded to the nearest bf16, ties to even, NaN kept. */
+inline Halide::Expr to_bfloat16(const Halide::Expr &f) {
+    const int lanes = f.type().lanes();
+    Halide::Expr u = Halide::reinterpret(Halide::UInt(32, lanes), f);
+    Halide::Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;
+    Halide::Expr nan = (u & 0x7fffffff) > 0x7f800000;
+    return Halide::reinterpret(Halide::BFloat(16, lanes),
+                               Halide::cast(Halide::UInt(16, lanes), Halide::select(nan, (u >> 16) | 0x40, rounded)));
+}
+
+/** `v` (f32, f16 or bf16) as an fp32, exactly. */
+inline Halide::Expr to_float32(const Halide::Expr &v) {
+    if (!v.type().is_bfloat()) return Halide::cast(Halide::Float(32, v.type().lanes()), v);
+    const int lanes = v.type().lanes();
+    Halide::Expr bits = Halide::cast(Halide::UInt(32, lanes), Halide::reinterpret(Halide::UInt(16, lanes), v));
+    return Halide::reinterpret(Halide::Float(32, lanes), bits << 16);
+}
+
+/** Checks a contraction's output type (the `out_type` GeneratorParam) against the target: the
+ * SIMT kernels (f32 operands) on OpenCL store fp16 only with cl_khr_fp16 and bf16 not at all. */
+inline void check_output_type(const std::string &generator, const Halide::Target &target, Operands type,
+                              Operands out_type) {
+    if (type != Operands::F32 || !target.has_feature(Halide::Target::OpenCL)) return;
+    _halide_user_assert(out_type != Operands::BF16)
+        << "The " << generator << " generator: out_type=bf16 with type=f32 on OpenCL: OpenCL has no bf16 type; "
+        << "use out_type=f16 (with the target feature cl_half) or f32.\n";
+    _halide_user_assert(out_type != Operands::F16 || target.has_feature(Halide::Target::CLHalf))
+        << "The " << generator << " generator: out_type=f16 with type=f32 on OpenCL needs the device's cl_khr_fp16 "
+        << "(the target feature cl_half).\n";
+}
+
 /** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */
 constexpr int tensor_core_copy_bytes = 16;
 

@@ -3,11 +3,18 @@
 
 // Matrix multiplication on the GPU, tiled for shared memory and registers, with the shared
 // tiles of A and B pipelined across the reduction by ALCOP. A and B are fp32 (type=f32, the
-// SIMT schedule) or fp16 / bf16 (type=f16, type=bf16: tensor cores, CUDA sm_80+); out and the
-// accumulation are fp32.
+// SIMT schedule) or fp16 / bf16 (type=f16, type=bf16: tensor cores, CUDA sm_80+); the
+// accumulation is fp32.
 //
-//   gemm: out(n, m)    = sum_k A(k, m)    * B(n, k)       (row-major M x K, K x N, M x N)
-//   bmm:  out(n, m, b) = sum_k A(k, m, b) * B(n, k, b)    (a batch of those)
+//   gemm: out(n, m)    = epilogue(sum_k A(k, m)    * B(n, k))       (row-major M x K, K x N, M x N)
+//   bmm:  out(n, m, b) = epilogue(sum_k A(k, m, b) * B(n, k, b))    (a batch of those)
+//
+// The epilogue is fused into the kernel, computed in fp32 from the accumulators each thread
+// holds, as a linear layer's: epilogue(p) = out_type(activation(p + bias(n)) + residual(n, m[, b])),
+// each part optional (add_bias, activation, add_residual; by default out = p in fp32). bias and
+// residual are of out_type. On tensor cores a 16-bit out is stored a lane's pair of adjacent
+// columns at a time (4 bytes: alcop::schedule_tensor_core_tile), so its rows must start at 4-byte
+// boundaries (min 0 along n, even row strides), as must the residual's and the bias.
 //
 // A block computes a block_m x block_n tile of out with (block_m / thread_m) x
 // (block_n / thread_n) threads, each a thread_m x thread_n register tile (f32), or with
@@ -27,6 +34,21 @@
 #include <vector>
 
 namespace alcop_generators {
+
+/** The activation of the fused epilogue. GELU is BERT's and PyTorch's default, exact (erf). */
+enum class Activation { None, ReLU, GELU };
+
+inline Expr activate(Activation a, const Expr &v) {
+    switch (a) {
+    case Activation::ReLU:
+        return Halide::max(v, 0.0f);
+    case Activation::GELU:
+        return 0.5f * v * (1.0f + Halide::erf(v * (float)M_SQRT1_2));
+    case Activation::None:
+        break;
+    }
+    return v;
+}
 
 /** The GEMM (Batched false) and batched matmul generators, as a base for a generator class
  * `Self` (Halide's Generator<Self> finds the GeneratorParams of Self's whole object). Self may
@@ -52,15 +74,32 @@ public:
                                             {"staged", alcop::CopyKind::RegisterStaged},
                                             {"async", alcop::CopyKind::Async}}};
 
+    // The fused epilogue (above): out's element type (f32, f16 or bf16), an input `bias` of N
+    // values added to each row, the activation (none, relu, gelu), an input `residual` of out's
+    // shape added last.
+    GeneratorParam<Operands> out_type{"out_type", Operands::F32, operand_type_names()};
+    GeneratorParam<bool> add_bias{"add_bias", false};
+    GeneratorParam<Activation> activation{
+        "activation",
+        Activation::None,
+        {{"none", Activation::None}, {"relu", Activation::ReLU}, {"gelu", Activation::GELU}}};
+    GeneratorParam<bool> add_residual{"add_residual", false};
+
     OperandInput A{"A", Batched ? 3 : 2};  // typed by `type` (configure())
     OperandInput B{"B", Batched ? 3 : 2};
-    OutputBuffer out{"out", Batched ? 3 : 2};
+    Halide::GeneratorOutput<Halide::Buffer<>> out{"out", Batched ? 3 : 2};  // typed by out_type
+    // With add_bias and add_residual (configure()).
+    OperandInput *bias = nullptr, *residual = nullptr;
 
     MatMulGenerator() : ContractionGenerator<Self>(64) {
     }
 
     void configure() {
         this->set_operand_types(A, B);
+        const Halide::Type t = element_type(out_type);
+        out.set_type(t);
+        if (add_bias) bias = this->template add_input<Halide::Buffer<>>("bias", t, 1);
+        if (add_residual) residual = this->template add_input<Halide::Buffer<>>("residual", t, Batched ? 3 : 2);
     }
 
     void generate() {
@@ -110,10 +149,29 @@ public:
         prod(out_vars) = 0.0f;
         // (For f32 the casts are no-ops: the same Expr.)
         prod(out_vars) += Halide::cast<float>(A_shared(a_use)) * Halide::cast<float>(B_shared(b_use));
-        out(out_vars) = prod(out_vars);
+        out(out_vars) = epilogue(prod(out_vars), out_vars);
         if (async) {
             out.dim(0).set_min(0);
         }
+        if (this->tensor_cores() && out.type().bits() < 32) {
+            // Each lane's pair of columns is one aligned 4-byte vector, in out, residual and bias.
+            out.set_host_alignment(4);
+            promise_even_rows(out);
+            for (OperandInput *in : {residual, bias}) {
+                if (!in) continue;
+                in->set_host_alignment(4);
+                promise_even_rows(*in);
+            }
+        }
+    }
+
+    /** out's value from the accumulator p at out_vars. */
+    Expr epilogue(Expr p, const std::vector<Var> &out_vars) {
+        check_output_type(generator_name(), this->get_target(), this->type, out_type);
+        if (bias) p += to_float32((*bias)(out_vars[0]));
+        p = activate(activation, p);
+        if (residual) p += to_float32((*residual)(out_vars));
+        return out_type == Operands::BF16 ? to_bfloat16(p) : Halide::cast(element_type(out_type), p);
     }
 
     void schedule() {
@@ -133,6 +191,16 @@ public:
     }
 
 protected:
+    /** A 16-bit buffer's rows start at 4-byte boundaries: min 0 along the columns, even row
+     * (and batch) strides. */
+    template<typename Buffer>
+    static void promise_even_rows(Buffer &buffer) {
+        buffer.dim(0).set_min(0);
+        for (int d = 1; d < buffer.dimensions(); d++) {
+            buffer.dim(d).set_stride((buffer.dim(d).stride() / 2) * 2);
+        }
+    }
+
     static const char *generator_name() {
         return Batched ? "bmm" : "gemm";
     }

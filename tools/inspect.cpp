@@ -32,7 +32,7 @@ using namespace Halide::Internal;
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        std::cerr << "usage: " << argv[0] << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt]\n"
+        std::cerr << "usage: " << argv[0] << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--verbose]\n"
                   << "generators:";
         for (const auto &g : GeneratorRegistry::enumerate()) std::cerr << " " << g;
         std::cerr << "\n";
@@ -69,12 +69,16 @@ int main(int argc, char **argv) {
     Pipeline::set_default_autoscheduler_name("Alcop");
     Target target("host-opencl");
     GeneratorParamsMap params;
-    bool print_stmt = false;
+    bool print_stmt = false, list_accesses = false;
     std::string ptx_dir;
     for (int i = first + 1; i < argc; i++) {
         std::string arg = argv[i];
         if (arg == "--stmt") {
             print_stmt = true;
+            continue;
+        }
+        if (arg == "--verbose" || arg == "-v") {
+            list_accesses = true;
             continue;
         }
         if (arg == "--ptx" && i + 1 < argc) {
@@ -120,6 +124,7 @@ int main(int argc, char **argv) {
     alcop::InspectOptions options;
     options.print_stmt = print_stmt;
     options.ptx_dir = ptx_dir;
+    options.list_conflicting_accesses = list_accesses;
     const std::string report =
         alcop::inspect(generator, target, [&]() { return gen->build_module(generator); }, options);
     std::cout << report;

@@ -72,6 +72,14 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Halide::Var x, Hali
                                         const std::vector<Halide::RVar> &within_chunk = {},
                                         const std::vector<Halide::RVar> &chunks = {});
 
+/** The same on f's pure definition (the accumulator's, or that of the Func that reads it out),
+ * and where f's values are narrower than 32 bits (an fp16 or bf16 output computed from the fp32
+ * accumulators) a lane's two adjacent x elements are one vector: each lane converts its pair and
+ * stores 4 bytes at once (st.global.v2.b16) instead of two 2-byte stores. A vector store needs a
+ * 4-byte aligned pair: f's rows must start at 4-byte boundaries (for an output buffer, min 0 along
+ * x and even row strides, which the caller declares). Returns f. */
+Halide::Func schedule_tensor_core_tile(Halide::Func f, Halide::Var x, Halide::Var y, int warp_m, int warp_n);
+
 /** A Halide::Func with the ALCOP directives as members, and nothing else:
  *
  *     alcop::Func A_shared("A_shared");

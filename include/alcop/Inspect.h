@@ -19,6 +19,8 @@ struct InspectOptions {
     bool print_stmt = false;
     /** Where not empty: write the module's PTX (CUDA targets) to <ptx_dir>/<name>.ptx. */
     std::string ptx_dir;
+    /** Also list each shared access with bank conflicts (each kernel's total is always given). */
+    bool list_conflicting_accesses = false;
 };
 
 /** Runs `compile`, which lowers a pipeline the pass is installed on (alcop::enable or

@@ -22,6 +22,9 @@ const std::string tag_prefix = "alcop.pipeline ";                   // <stages> 
 const std::string launch_bounds_prefix = "alcop.min_blocks_per_sm ";  // <blocks>
 const std::string tensor_cores_prefix = "alcop.tensor_cores ";       // <warp_m> <warp_n>
 
+// schedule_tensor_core_tile's loop over a lane's two adjacent elements along x (e below).
+const char *const lane_pair = "tc_e";
+
 std::optional<Level> parse_level(const std::string &s) {
     if (s == "shared") return Level::Shared;
     if (s == "register") return Level::Register;
@@ -111,7 +114,7 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int w
         << "alcop::schedule_tensor_core_tile(" << user_name(stage.name()) << ", " << warp_m << ", " << warp_n
         << "): the warp tile is not a multiple of the instruction shape (warp_m and warp_n multiples of 16).\n";
     // x = xw * warp_n + 8 i + 2 t + e,  y = yw * warp_m + 16 j + 8 h + g,  lane = t + 4 g.
-    Var xw("tc_xw"), xl("tc_xl"), yw("tc_yw"), yl("tc_yl"), i("tc_i"), xq("tc_xq"), t("tc_t"), e("tc_e");
+    Var xw("tc_xw"), xl("tc_xl"), yw("tc_yw"), yl("tc_yl"), i("tc_i"), xq("tc_xq"), t("tc_t"), e(lane_pair);
     Var j("tc_j"), yq("tc_yq"), h("tc_h"), g("tc_g"), lane("tc_lane"), warp("tc_warp");
     stage.split(x, xw, xl, warp_n)
         .split(y, yw, yl, warp_m)
@@ -126,6 +129,13 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int w
     stage.reorder(order).fuse(t, g, lane).fuse(xw, yw, warp).gpu_threads(lane, warp);
     stage.unroll(e).unroll(h).unroll(i).unroll(j);
     return stage;
+}
+
+Halide::Func schedule_tensor_core_tile(Halide::Func f, Var x, Var y, int warp_m, int warp_n) {
+    schedule_tensor_core_tile(Halide::Stage(f), x, y, warp_m, warp_n);
+    // The lane's pair x = ... + 2 t + e: 32 bits of 16-bit values, one store.
+    if (f.output_types()[0].bits() < 32) f.vectorize(Var(lane_pair));
+    return f;
 }
 
 namespace {

@@ -205,11 +205,17 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
         }
     }
     // Bank conflicts of warp 0 at the first iteration of every loop, per access, summed per
-    // kernel; each conflicting access is listed so that the layout can be fixed.
+    // kernel; on request each conflicting access is listed, so that the layout can be fixed.
     for (const KernelBankConflicts &k : find_bank_conflicts(after)) {
         os << "kernel " << k.kernel << ": bank conflicts: " << k.conflicts() << " (" << k.accesses.size()
            << " thread-dependent shared accesses analyzed, " << k.unanalyzed << " not)\n";
         for (const SharedAccess &a : k.accesses) {
+        const int conflicting = std::count_if(k.accesses.begin(), k.accesses.end(),
+                                              [](const SharedAccess &a) { return a.cost.conflicts() > 0; });
+        if (conflicting && !options.list_conflicting_accesses) {
+            os << "  " << conflicting << " accesses with conflicts (alcop_inspect --verbose lists them)\n";
+            continue;
+        }
             if (a.cost.conflicts() > 0) {
                 os << "  " << (a.is_store ? "store " : "load ") << a.buffer << " " << a.access_bytes
                    << " bytes/lane at byte " << a.byte_address << ": " << a.cost.wavefronts << " wavefronts in "

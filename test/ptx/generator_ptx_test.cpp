@@ -580,6 +580,25 @@ TEST(Inspect, AUsersPipelineIsReportedWithTheCopiesThePtxHas) {
     EXPECT_EQ(reported, assembled);
 }
 
+// Each kernel's bank conflicts are one line and a count of the conflicting accesses; each access
+// is listed only on request (alcop_inspect --verbose, InspectOptions::list_conflicting_accesses).
+TEST(Inspect, ConflictingAccessesAreListedOnRequest) {
+    std::vector<Argument> args;
+    Pipeline p = offset_gemm_pipeline(0, true, true, &args);
+    const Target target("host-opencl");
+    alcop::InspectOptions options;
+    const std::string brief = alcop::inspect(p, args, target, options);
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(brief, m, std::regex("\\n  (\\d+) accesses with conflicts \\(alcop_inspect --verbose")))
+        << brief;
+    EXPECT_EQ(count(brief, " bytes/lane at byte "), 0) << brief;
+    options.list_conflicting_accesses = true;
+    const std::string listed = alcop::inspect(p, args, target, options);
+    EXPECT_EQ(count(listed, " bytes/lane at byte "), std::stoi(m[1])) << listed;
+    EXPECT_EQ(count(listed, "accesses with conflicts"), 0) << listed;
+}
+
 // --ptx DIR (InspectOptions::ptx_dir) creates a folder that is not there, and says so where the
 // PTX cannot be written instead of naming a file it did not write.
 TEST(Inspect, ThePtxFolderIsCreatedAndAFailedWriteIsSaid) {

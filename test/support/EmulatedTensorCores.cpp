@@ -39,6 +39,31 @@ Expr decode(const Expr &bits, const Type &element) {
     return Let::make(name, cast(u32, bits), value);
 }
 
+/** The bits (UInt(16)) of the fp32 `value` rounded to the nearest fp16 or bf16, ties to even,
+ * as a conversion instruction does: infinities and NaNs kept, fp16 overflow to infinity, fp16
+ * subnormals rounded at 2^-24. */
+Expr encode(const Expr &value, const Type &element) {
+    const int lanes = value.type().lanes();
+    const Type u32 = UInt(32, lanes), f32 = Float(32, lanes);
+    const std::string name = unique_name("tc_value");
+    Expr u = reinterpret(u32, Variable::make(f32, name));
+    Expr magnitude = u & 0x7fffffff, is_nan = magnitude > 0x7f800000;
+    Expr bits;
+    if (element.is_bfloat()) {
+        Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;
+        bits = select(is_nan, (u >> 16) | 0x40, rounded);
+    } else {
+        Expr sign = (u >> 16) & 0x8000;
+        // Normal: the exponent rebiased by 15 - 127 and the mantissa rounded to 10 bits (a carry
+        // into the exponent is the next binade, or infinity); subnormal: |value| / 2^-24 rounded.
+        Expr normal = (magnitude - ((127 - 15) << 23) + (0xfff + ((magnitude >> 13) & 1))) >> 13;
+        Expr subnormal = cast(u32, round(reinterpret(f32, magnitude) * (float)(1 << 24)));
+        bits = sign | select(is_nan, make_const(u32, 0x7e00), magnitude >= 0x477ff000, make_const(u32, 0x7c00),
+                             magnitude >= 0x38800000, normal, subnormal);
+    }
+    return Let::make(name, cast(f32, value), cast(UInt(16, lanes), bits));
+}
+
 /** Inside the kernels: every 16-bit float becomes its UInt(16) bits (see the header). */
 class HalvesAsBits : public IRMutator {
     using IRMutator::visit;
@@ -71,8 +96,9 @@ class HalvesAsBits : public IRMutator {
     }
     Expr visit(const Cast *op) override {
         if (!kernels) return IRMutator::visit(op);
-        internal_assert(!is_half(op->type))
-            << "tensor-core emulation: a cast to a 16-bit float in a kernel: " << Expr(op) << "\n";
+        internal_assert(!(is_half(op->type) && is_half(op->value.type())))
+            << "tensor-core emulation: a cast between 16-bit floats in a kernel: " << Expr(op) << "\n";
+        if (is_half(op->type)) return encode(mutate(op->value), op->type);
         if (!is_half(op->value.type())) return IRMutator::visit(op);
         Expr f = decode(mutate(op->value), op->value.type());
         return op->type == f.type() ? f : cast(op->type, f);
@@ -86,6 +112,10 @@ class HalvesAsBits : public IRMutator {
             return v.type() == to ? v : reinterpret(to, v);
         }
         if (!is_half(op->type)) return IRMutator::visit(op);
+        if (op->is_intrinsic(Call::if_then_else)) {
+            std::vector<Expr> args{mutate(op->args[0]), mutate(op->args[1]), mutate(op->args[2])};
+            return Call::make(args[1].type(), op->name, args, op->call_type);
+        }
         // likely, promise_clamped and the like: the type of their first argument.
         internal_assert(op->is_intrinsic() && !op->args.empty() && op->type == op->args[0].type())
             << "tensor-core emulation: a 16-bit float call in a kernel: " << Expr(op) << "\n";
@@ -121,6 +151,64 @@ class HalvesAsBits : public IRMutator {
     ALCOP_NO_HALF_ARITHMETIC(LT)
     ALCOP_NO_HALF_ARITHMETIC(LE)
 #undef ALCOP_NO_HALF_ARITHMETIC
+};
+
+/** Inside the kernels: a predicated vector store (a tile's edge cutting through a vector: a
+ * 16-bit output stored a lane's pair at a time) becomes one scalar store a lane, each under its
+ * predicate, as the PTX backend makes them; Halide's OpenCL backend has no predicated accesses
+ * and few shuffles. A lane's value is extracted from the vector expression with the vector lets
+ * it reads substituted (lets left unused are dropped), and a predicated load in it reads 0 where
+ * its predicate is false. */
+class ScalarizePredicated : public IRMutator {
+    using IRMutator::visit;
+    int kernels = 0;
+    std::map<std::string, Expr> vector_lets;  // in terms of the kernel's scalars
+
+    static bool predicated(const Expr &predicate) {
+        return !is_const_one(predicate) && predicate.type().is_vector();
+    }
+
+    /** A predicated scalar load reads 0 where its predicate is false. */
+    struct GuardScalarLoads : IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Load *op) override {
+            if (is_const_one(op->predicate) || op->type.is_vector()) return IRMutator::visit(op);
+            Expr load = Load::make(op->type, op->name, mutate(op->index), op->image, op->param, const_true(),
+                                   ModulusRemainder());
+            return Call::make(op->type, Call::if_then_else, {mutate(op->predicate), load, make_zero(op->type)},
+                              Call::PureIntrinsic);
+        }
+    };
+
+    Expr lane(const Expr &e, int l) {
+        return GuardScalarLoads().mutate(simplify(extract_lane(substitute(vector_lets, e), l)));
+    }
+
+    Stmt visit(const For *op) override {
+        const bool kernel = op->for_type == ForType::GPUBlock;
+        kernels += kernel;
+        Stmt s = IRMutator::visit(op);
+        kernels -= kernel;
+        return s;
+    }
+    Stmt visit(const LetStmt *op) override {
+        if (!kernels || op->value.type().is_scalar()) return IRMutator::visit(op);
+        vector_lets[op->name] = substitute(vector_lets, op->value);
+        Stmt body = mutate(op->body);
+        vector_lets.erase(op->name);
+        if (!stmt_uses_var(body, op->name)) return body;
+        return LetStmt::make(op->name, op->value, body);
+    }
+    Stmt visit(const Store *op) override {
+        if (!kernels || !predicated(op->predicate)) return IRMutator::visit(op);
+        std::vector<Stmt> stores;
+        for (int l = 0; l < op->value.type().lanes(); l++) {
+            Stmt store = Store::make(op->name, lane(op->value, l), lane(op->index, l), op->param, const_true(),
+                                     ModulusRemainder());
+            stores.push_back(IfThenElse::make(lane(op->predicate, l), store));
+        }
+        return Block::make(stores);
+    }
 };
 
 const Call *marker(const Expr &e, const char *prefix) {
@@ -349,7 +437,7 @@ class EmulateKernels : public IRMutator {
 }  // namespace
 
 Stmt emulate_tensor_cores(const Stmt &s) {
-    return HalvesAsBits().mutate(EmulateKernels().mutate(s));
+    return HalvesAsBits().mutate(ScalarizePredicated().mutate(EmulateKernels().mutate(s)));
 }
 
 }  // namespace testing

@@ -36,9 +36,12 @@
  * load, store, constant, variable and register allocation becomes UInt(16), so the kernels'
  * buffer arguments are ushort; a cast to a wider type decodes the bits in integer arithmetic
  * (bf16: the bits shifted into the top half of an fp32; f16: sign, exponent and mantissa,
- * subnormals, infinities and NaNs included). Arithmetic on 16-bit floats, or a cast to one,
- * inside a kernel is an internal error: nothing in the tensor-core kernels does either.
- * Kernels without markers only get the type change.
+ * subnormals, infinities and NaNs included), and a cast to one encodes them (rounded to
+ * nearest, ties to even, as cvt.rn: a 16-bit output's epilogue). Arithmetic on 16-bit floats,
+ * or a cast between two, inside a kernel is an internal error: nothing in the tensor-core
+ * kernels does either.
+ * Kernels without markers only get the type change, and predicated vector loads and stores
+ * (which Halide's OpenCL backend lacks) become one scalar access a lane under its predicate.
  */
 
 #include "Halide.h"

@@ -1,0 +1,134 @@
+// The pieces of a transformer encoder layer on pocl, one by one:
+//  - the fused epilogues of the production gemm and bmm (generators/MatMulGenerator.h) through
+//    their testing wrappers (the tensor-core markers emulated, test/support/EmulatedTensorCores.h),
+//    against a double-precision epilogue of the reference product (EpilogueNumbers.h);
+//  - softmax and layernorm (generators/RowReductionGenerators.h) in fp32, against double
+//    precision: softmax within 1e-5 of each probability (plus 2^-24), layernorm within 1e-5 of
+//    the normalized value's scale. A wrong mask row, scale, mean or variance is off by far more.
+
+#include "EpilogueNumbers.h"
+
+#include "layernorm_f32.h"
+#include "softmax_f32_masked.h"
+#include "tcg_bmm_bf16_s2_k16_relu.h"
+#include "tcg_gemm_f16_s3_gelu.h"
+#include "tcg_gemm_f32_s3_gelu.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace tc_numbers;
+
+// The fused epilogue, out = out_type(activation(A B + bias) + residual) in fp16 or bf16: N even
+// (a 16-bit out's rows start at 4-byte boundaries), a tail in N that cuts no lane's pair
+// (N = 72 = 2 x 32 + 8), tails in M and K, one element pair.
+const std::vector<MatMulShape> epilogue_gemm_shapes{{0, 32, 32, 32}, {0, 100, 72, 160}, {0, 17, 10, 7},
+                                                    {0, 33, 46, 40}, {0, 1, 2, 1},      {0, 96, 130, 250}};
+const std::vector<MatMulShape> epilogue_bmm_shapes{{2, 32, 32, 32}, {3, 45, 20, 70}, {2, 64, 34, 129}};
+
+TEST(FusedEpilogue, GemmF16ToF16WithBiasGeluResidual) {
+    check_epilogue(tcg_gemm_f16_s3_gelu, f16, f16, Activation::GELU, epilogue_gemm_shapes);
+}
+TEST(FusedEpilogue, BmmBF16ToBF16WithBiasReluResidual) {
+    check_epilogue(tcg_bmm_bf16_s2_k16_relu, bf16, bf16, Activation::ReLU, epilogue_bmm_shapes);
+}
+
+// The SIMT kernel (fp32 operands) computes the same epilogue into an fp32 out, any N.
+TEST(FusedEpilogue, GemmF32WithBiasGeluResidual) {
+    const halide_type_t f32(halide_type_float, 32);
+    check_epilogue(tcg_gemm_f32_s3_gelu, f32, f32, Activation::GELU, {{0, 100, 72, 160}, {0, 17, 9, 7}, {0, 1, 1, 1}});
+}
+
+// An odd row stride would misalign a lane's pair: the pipeline refuses it (Halide's constraint
+// on out.stride.1) rather than store it wrong.
+std::string last_error;
+
+TEST(FusedEpilogue, SixteenBitOutputsRefuseAnOddRowStride) {
+    const halide_error_handler_t before =
+        halide_set_error_handler([](void *, const char *message) { last_error = message; });
+    EXPECT_EQ(epilogue_mismatches(tcg_gemm_f16_s3_gelu, f16, f16, Activation::GELU, {0, 8, 9, 16}), -1);
+    halide_set_error_handler(before);
+    EXPECT_NE(last_error.find("Constraint violated: out.stride.1 (9)"), std::string::npos) << last_error;
+}
+
+// The sizes of a row: one element, fewer than a warp's lanes, one per lane, a tail of one past
+// a warp, BERT's sequence (128) and hidden size (768), and rows of a block's tail (9 rows of
+// blocks of 4).
+const std::vector<int> row_lengths{1, 7, 32, 33, 128, 200, 768};
+const int rows = 9;
+
+/** Probabilities of softmax_f32_masked (scale 0.125, one mask row for 3 rows) off the
+ * reference, over rows of length n; -1 when the pipeline fails. */
+int softmax_mismatches(int n) {
+    std::mt19937 rng(n);
+    std::uniform_real_distribution<float> value(-30.0f, 30.0f);
+    Halide::Runtime::Buffer<float> in(n, rows), mask(n, rows / 3), out = reference::poisoned({n, rows});
+    in.for_each_value([&](float &v) { v = value(rng); });
+    mask.for_each_value([&](float &v) { v = rng() % 4 == 0 ? -10000.0f : 0.0f; });
+    in.set_host_dirty();
+    mask.set_host_dirty();
+    if (softmax_f32_masked(in, mask, out) != 0) return -1;
+    out.copy_to_host();
+    int bad = 0;
+    for (int y = 0; y < rows; y++) {
+        auto v = [&](int x) { return 0.125 * in(x, y) + mask(x, y / 3); };
+        double top = -1e300, sum = 0;
+        for (int x = 0; x < n; x++) top = std::max(top, v(x));
+        for (int x = 0; x < n; x++) sum += std::exp(v(x) - top);
+        for (int x = 0; x < n; x++) {
+            const double ref = std::exp(v(x) - top) / sum;
+            bad += !(std::abs(out(x, y) - ref) <= 1e-5 * ref + std::ldexp(1.0, -24));
+        }
+    }
+    std::printf("softmax, rows of %d: %d of %d off\n", n, bad, n * rows);
+    return bad;
+}
+
+TEST(RowReductions, SoftmaxWithScaleAndMask) {
+    for (int n : row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(softmax_mismatches(n), 0);
+    }
+}
+
+/** Outputs of layernorm_f32 (epsilon 1e-5) off the reference over rows of length n, whose
+ * values sit around 3 (a mean that sum x^2 - n mean^2 would cancel against). */
+int layernorm_mismatches(int n) {
+    std::mt19937 rng(n);
+    std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+    Halide::Runtime::Buffer<float> in(n, rows), gamma(n), beta(n), out = reference::poisoned({n, rows});
+    in.for_each_value([&](float &v) { v = 3.0f + value(rng); });
+    gamma.for_each_value([&](float &v) { v = value(rng); });
+    beta.for_each_value([&](float &v) { v = value(rng); });
+    for (auto *b : {&in, &gamma, &beta}) b->set_host_dirty();
+    if (layernorm_f32(in, gamma, beta, out) != 0) return -1;
+    out.copy_to_host();
+    int bad = 0;
+    for (int y = 0; y < rows; y++) {
+        double mean = 0, var = 0;
+        for (int x = 0; x < n; x++) mean += in(x, y);
+        mean /= n;
+        for (int x = 0; x < n; x++) var += (in(x, y) - mean) * (in(x, y) - mean);
+        var /= n;
+        for (int x = 0; x < n; x++) {
+            const double normalized = (in(x, y) - mean) / std::sqrt(var + 1e-5);
+            const double ref = normalized * gamma(x) + beta(x);
+            const double scale = std::abs(normalized * gamma(x)) + std::abs(beta(x)) + 1;
+            bad += !(std::abs(out(x, y) - ref) <= 1e-5 * scale);
+        }
+    }
+    std::printf("layernorm, rows of %d: %d of %d off\n", n, bad, n * rows);
+    return bad;
+}
+
+TEST(RowReductions, LayerNorm) {
+    for (int n : row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(layernorm_mismatches(n), 0);
+    }
+}
+
+}  // namespace

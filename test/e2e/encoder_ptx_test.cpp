@@ -1,0 +1,136 @@
+// The CUDA kernels of a transformer encoder layer's pieces, read in their PTX (no GPU): the fused
+// epilogues of gemm (generators/MatMulGenerator.h) and the warp-per-row softmax and layernorm
+// (generators/RowReductionGenerators.h); and their user errors.
+
+#include "Halide.h"
+
+#include "KernelSource.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using namespace Halide;
+using kernel_source::count;
+
+const std::string sm80 = "host-cuda-cuda_capability_80";
+
+/** The CompileError a generator variant raises ("" when it builds). */
+std::string error_of(const std::string &generator, const std::string &target,
+                     const Internal::GeneratorParamsMap &params) {
+    try {
+        kernel_source::of_generator(generator, target, params);
+    } catch (const CompileError &e) {
+        std::printf("%s", e.what());
+        return e.what();
+    }
+    return "";
+}
+
+/** ptxas's complaints about `ptx` for sm_80 and sm_90: "" when it assembles without spills. */
+std::string assembly_problems(const std::string &ptx, const std::string &tag) {
+#ifdef ALCOP_PTXAS
+    std::string problems;
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        int status = 0;
+        const std::string log = kernel_source::ptxas_output(ptx, arch, tag, &status);
+        if (status != 0 || count(log, "0 bytes spill stores, 0 bytes spill loads") != count(log, "spill stores")) {
+            problems += log;
+        }
+        const size_t used = log.find("Used ");
+        std::printf("  ptxas %s: %s", arch, used == std::string::npos ? "?\n" : log.substr(used).c_str());
+    }
+    return problems;
+#else
+    std::printf("ptxas not found: %s not assembled\n", tag.c_str());
+    return "";
+#endif
+}
+
+// The fused epilogue of a linear layer, out = f16(gelu(prod + bias) + residual) (bf16 with ReLU),
+// at the default tiles: computed from the accumulators in the kernel that holds them, each lane's
+// pair of adjacent columns converted and stored as one 4-byte vector (64 per thread: its 128
+// accumulators), the residual and the bias read the same way, the main loop that of the fp32
+// output's, no local memory, assembled without spills.
+TEST(FusedEpilogue, StoresFourBytesALane) {
+    for (const char *type : {"f16", "bf16"}) {
+        SCOPED_TRACE(type);
+        const std::string ptx =
+            kernel_source::of_generator("gemm", sm80,
+                                        {{"type", type},
+                                         {"out_type", type},
+                                         {"add_bias", "true"},
+                                         {"add_residual", "true"},
+                                         {"activation", std::string(type) == "f16" ? "gelu" : "relu"},
+                                         {"limits", "optin"}});
+        const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+        ASSERT_EQ(kernels.size(), 2u);
+        for (const kernel_source::Kernel &kernel : kernels) {
+            SCOPED_TRACE(kernel.name);
+            const std::string &k = kernel.text;
+            // The main loop is the fp32 output's: a warp's 64 x 64 tile, two k steps a chunk.
+            EXPECT_EQ(count(k, "mma.sync.aligned.m16n8k16"), 64);
+            EXPECT_EQ(count(k, "ld.local") + count(k, "st.local") + count(k, "__local_depot"), 0);
+            // LLVM types a pair of f16 as b16 and one of bf16 (Halide's i16) as u16.
+            const int pair_stores = count(k, "st.global.v2.b16") + count(k, "st.global.v2.u16");
+            const int pair_loads = count(k, "ld.global.b32") + count(k, "ld.global.v2.u16");
+            EXPECT_EQ(pair_stores, 64);
+            EXPECT_EQ(count(k, "st.global"), 64);  // no other stores to global memory
+            EXPECT_EQ(pair_loads, 128);            // the residual's and the bias's pairs
+            EXPECT_EQ(count(k, "ld.global.u16") + count(k, "ld.global.b16"), 0);
+            // Where the edge N cuts a pair (the tail's branch), each half is stored on its own:
+            // both halves of each of the 64 pairs, through generic addresses.
+            const int half_stores = count(k, "\tst.b16") + count(k, "\tst.u16");
+            EXPECT_EQ(half_stores, 128);
+            std::printf("gemm %s, %s: %d 4-byte stores and %d loads of pairs, %d 2-byte stores in the tail\n", type,
+                        kernel.name.c_str(), pair_stores, pair_loads, half_stores);
+        }
+#ifdef ALCOP_PTXAS
+        for (const char *arch : {"sm_80", "sm_90"}) {
+            int status = 0;
+            const std::string log = kernel_source::ptxas_output(ptx, arch, "tc_epilogue", &status);
+            EXPECT_EQ(status, 0) << log;
+            EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
+        }
+#endif
+    }
+}
+
+// A 16-bit out from fp32 operands (the SIMT kernel) on OpenCL: fp16 needs cl_khr_fp16, bf16 has
+// no OpenCL type.
+TEST(FusedEpilogue, SixteenBitOutputsOnOpenCLAreUserErrors) {
+    EXPECT_NE(error_of("gemm", "host-opencl", {{"out_type", "bf16"}}).find("OpenCL has no bf16 type"),
+              std::string::npos);
+    EXPECT_NE(error_of("bmm", "host-opencl", {{"out_type", "f16"}}).find("needs the device's cl_khr_fp16"),
+              std::string::npos);
+    EXPECT_EQ(error_of("gemm", "host-opencl-cl_half", {{"out_type", "f16"}, {"add_bias", "true"}}), "");
+}
+
+// softmax and layernorm on CUDA: one warp a row, its statistics exchanged by warp shuffles (five
+// butterfly steps, one shfl.sync.idx a value a step: softmax's 2 values, the maximum and the sum;
+// layernorm's 1, twice: the mean, then the centred squares), no shared memory or barrier, no
+// local memory; fp16 in and out (cvt), assembled without spills.
+TEST(RowReductions, AWarpARowThroughShuffles) {
+    struct Case {
+        const char *generator;
+        int shuffles;
+    };
+    for (const Case &c : {Case{"softmax", 5 * 2}, Case{"layernorm", 2 * 5}}) {
+        SCOPED_TRACE(c.generator);
+        const std::string ptx = kernel_source::of_generator(c.generator, sm80, {{"type", "f16"}, {"out_type", "f16"}});
+        ASSERT_EQ(kernel_source::kernels(ptx).size(), 1u);
+        EXPECT_EQ(count(ptx, "shfl.sync.idx.b32"), c.shuffles);
+        EXPECT_EQ(count(ptx, "shfl.sync"), c.shuffles);
+        EXPECT_EQ(count(ptx, "bar.sync") + count(ptx, ".shared"), 0);
+        EXPECT_EQ(count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot"), 0);
+        EXPECT_GT(count(ptx, "cvt.f32.f16"), 0);
+        EXPECT_GT(count(ptx, "cvt.rn.f16.f32"), 0);
+        std::printf("%s f16: %d shuffles\n", c.generator, count(ptx, "shfl.sync"));
+        EXPECT_EQ(assembly_problems(ptx, c.generator), "");
+    }
+}
+
+}  // namespace
