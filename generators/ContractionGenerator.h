@@ -148,15 +148,15 @@ protected:
     void schedule_contraction_of(Func out, Func prod, Func a_shared, Func b_shared, Var x, Var y,
                                  const std::vector<Var> &extra_blocks, const RDom &r,
                                  const std::vector<Halide::RVar> &outer_reduction, const ContractionShape &shape,
-                                 int stages_b) {
+                                 int stages_b, bool b_k_major = false) {
         if (tensor_cores()) {
             schedule_tensor_core_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {r.x}, r.y,
                                              outer_reduction, {shape.block_m, shape.block_n, warp_m, warp_n},
-                                             shape.stages, stages_b, shape.register_stages, !auto_pipeline);
+                                             shape.stages, stages_b, shape.register_stages, !auto_pipeline, b_k_major);
         } else {
             schedule_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {r.x}, r.y, outer_reduction,
                                  {shape.block_m, shape.block_n, thread_m, thread_n, vector_width}, shape.stages,
-                                 stages_b, shape.register_stages, !auto_pipeline);
+                                 stages_b, shape.register_stages, !auto_pipeline, b_k_major);
         }
     }
 

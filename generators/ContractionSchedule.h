@@ -64,19 +64,20 @@ inline Halide::Func &store_block_accumulators(Halide::Func &prod, Halide::Func o
  * `threads` threads (threads_x of them along the GPU's thread x) `width` contiguous elements
  * at a time along their first dimension, and pipelined with stages_a and stages_b slots
  * (when request_pipelines). With a_transposed, a_shared is stored with its second dimension
- * innermost and copied one element at a time along it. */
+ * innermost and copied one element at a time along it; with b_k_major, b_shared(n, k) is
+ * stored and copied along k, as the global B it copies is contiguous (whole vectors). */
 inline void schedule_staged_copies(Halide::Func prod, Halide::RVar streaming, Halide::Func a_shared,
                                    Halide::Func b_shared, int threads_x, int threads, int width, bool a_transposed,
-                                   int stages_a, int stages_b, bool request_pipelines) {
+                                   bool b_k_major, int stages_a, int stages_b, bool request_pipelines) {
     using namespace Halide;
     const int stage_counts[] = {stages_a, stages_b};
     int operand = 0;
     for (Func f : {a_shared, b_shared}) {
         Var inner = f.args()[0], outer = f.args()[1];
         int w = width;
-        if (operand == 0 && a_transposed) {
+        if ((operand == 0 && a_transposed) || (operand == 1 && b_k_major)) {
             std::swap(inner, outer);
-            w = 1;
+            if (operand == 0) w = 1;
             std::vector<Var> storage = f.args();
             std::swap(storage[0], storage[1]);
             f.reorder_storage(storage);
@@ -101,7 +102,8 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
                                  const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                  const std::vector<Halide::RVar> &outer_reduction, const ContractionTiles &t,
-                                 int stages_a, int stages_b, int register_stages = 0, bool request_pipelines = true) {
+                                 int stages_a, int stages_b, int register_stages = 0, bool request_pipelines = true,
+                                 bool b_k_major = false) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
@@ -160,7 +162,7 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
     // conflict-free stores; 4-byte cp.async on sm_80).
     const bool a_transposed = register_stages > 0;
     schedule_staged_copies(prod, streaming, a_shared, b_shared, threads_x, threads, t.vector_width, a_transposed,
-                           stages_a, stages_b, request_pipelines);
+                           b_k_major, stages_a, stages_b, request_pipelines);
 }
 
 struct TensorCoreTiles {
@@ -280,7 +282,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
                                              const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
                                              const std::vector<Halide::RVar> &outer_reduction, const TensorCoreTiles &t,
                                              int stages_a, int stages_b, int register_stages,
-                                             bool request_pipelines = true) {
+                                             bool request_pipelines = true, bool b_k_major = false) {
     using namespace Halide;
     constexpr int warp_size = 32;
     const int threads = warp_size * (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
@@ -296,8 +298,8 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
 
     // The copies' lanes are the thread x of the warps (32), as the accumulators' are.
     const int width = tensor_core_copy_bytes / a_shared.output_types()[0].bytes();
-    schedule_staged_copies(prod, streaming, a_shared, b_shared, warp_size, threads, width, false, stages_a, stages_b,
-                           request_pipelines);
+    schedule_staged_copies(prod, streaming, a_shared, b_shared, warp_size, threads, width, false, b_k_major, stages_a,
+                           stages_b, request_pipelines);
     alcop::tensor_cores(prod, t.warp_m, t.warp_n);
     if (request_pipelines && register_stages > 1) alcop::pipeline(prod, register_stages, alcop::Level::Register);
 }

@@ -9,6 +9,8 @@
 //   gemm: out(n, m)    = epilogue(sum_k A(k, m)    * B(n, k))       (row-major M x K, K x N, M x N)
 //   bmm:  out(n, m, b) = epilogue(sum_k A(k, m, b) * B(n, k, b))    (a batch of those)
 //
+// (with b_k_major, B(k, n[, b]): an N x K row-major B, contiguous along K).
+//
 // The epilogue is fused into the kernel, computed in fp32 from the accumulators each thread
 // holds, as a linear layer's: epilogue(p) = out_type(activation(p + bias(n)) + residual(n, m[, b])),
 // each part optional (add_bias, activation, add_residual; by default out = p in fp32). bias and
@@ -84,6 +86,10 @@ public:
         Activation::None,
         {{"none", Activation::None}, {"relu", Activation::ReLU}, {"gelu", Activation::GELU}}};
     GeneratorParam<bool> add_residual{"add_residual", false};
+    // B given as B(k, n[, b]), contiguous along K (a linear layer's weight as PyTorch stores it,
+    // [N][K]; attention's K in Q K^T): its shared tile is then K-major too (ldmatrix without
+    // .trans on tensor cores).
+    GeneratorParam<bool> b_k_major{"b_k_major", false};
 
     OperandInput A{"A", Batched ? 3 : 2};  // typed by `type` (configure())
     OperandInput B{"B", Batched ? 3 : 2};
@@ -107,7 +113,7 @@ public:
         const int kt = shape.tile_k, bm = shape.block_m, bn = shape.block_n;
         const int vw = copy_vector_elements(generator_name(), this->type, this->vector_width, kt, bn);
         const Halide::Type t = element_type(this->type);
-        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(b_k_major ? 1 : 0).extent();
         _halide_user_assert(this->get_target().has_gpu_feature())
             << "The " << generator_name() << " generator needs a GPU target (e.g. host-opencl or host-cuda).\n";
         if (this->tensor_cores()) {
@@ -127,6 +133,7 @@ public:
         const bool rows = this->unclamped_rows(async);
         std::vector<Expr> a_args{this->guarded_index(async, k, K), this->guarded_index(rows, m, M)};
         std::vector<Expr> b_args{this->guarded_index(async, n, N), this->guarded_index(rows, k, K)};
+        if (b_k_major) b_args = {this->guarded_index(async, k, K), this->guarded_index(rows, n, N)};
         std::vector<Var> a_vars{k, m}, b_vars{n, k}, out_vars{x, y};
         for (Var v : batch) {
             a_args.push_back(v);
@@ -179,7 +186,7 @@ public:
         std::vector<Var> extra_blocks;
         if (Batched) extra_blocks.push_back(b);
         this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r, {}, shape,
-                                      stages_b > 0 ? (int)stages_b : shape.stages);
+                                      stages_b > 0 ? (int)stages_b : shape.stages, b_k_major);
         if (min_blocks_per_sm > 0) {
             alcop::min_blocks_per_sm(out, min_blocks_per_sm);
         }

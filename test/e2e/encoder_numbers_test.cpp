@@ -1,5 +1,5 @@
 // The pieces of a transformer encoder layer on pocl, one by one:
-//  - the fused epilogues of the production gemm and bmm (generators/MatMulGenerator.h) through
+//  - the fused epilogues and B layouts of the production gemm and bmm (generators/MatMulGenerator.h) through
 //    their testing wrappers (the tensor-core markers emulated, test/support/EmulatedTensorCores.h),
 //    against a double-precision epilogue of the reference product (EpilogueNumbers.h);
 //  - softmax and layernorm (generators/RowReductionGenerators.h) in fp32, against double
@@ -11,7 +11,9 @@
 #include "layernorm_f32.h"
 #include "softmax_f32_masked.h"
 #include "tcg_bmm_bf16_s2_k16_relu.h"
+#include "tcg_bmm_f16_s3_bkm.h"
 #include "tcg_gemm_f16_s3_gelu.h"
+#include "tcg_gemm_f32_s3_bkm.h"
 #include "tcg_gemm_f32_s3_gelu.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +24,8 @@ namespace {
 
 using namespace tc_numbers;
 
+const halide_type_t f32(halide_type_float, 32);
+
 // The fused epilogue, out = out_type(activation(A B + bias) + residual) in fp16 or bf16: N even
 // (a 16-bit out's rows start at 4-byte boundaries), a tail in N that cuts no lane's pair
 // (N = 72 = 2 x 32 + 8), tails in M and K, one element pair.
@@ -30,16 +34,27 @@ const std::vector<MatMulShape> epilogue_gemm_shapes{{0, 32, 32, 32}, {0, 100, 72
 const std::vector<MatMulShape> epilogue_bmm_shapes{{2, 32, 32, 32}, {3, 45, 20, 70}, {2, 64, 34, 129}};
 
 TEST(FusedEpilogue, GemmF16ToF16WithBiasGeluResidual) {
-    check_epilogue(tcg_gemm_f16_s3_gelu, f16, f16, Activation::GELU, epilogue_gemm_shapes);
+    check_epilogue({tcg_gemm_f16_s3_gelu_argv, f16, f16, true, true, false, Activation::GELU}, epilogue_gemm_shapes);
 }
 TEST(FusedEpilogue, BmmBF16ToBF16WithBiasReluResidual) {
-    check_epilogue(tcg_bmm_bf16_s2_k16_relu, bf16, bf16, Activation::ReLU, epilogue_bmm_shapes);
+    check_epilogue({tcg_bmm_bf16_s2_k16_relu_argv, bf16, bf16, true, true, false, Activation::ReLU},
+                   epilogue_bmm_shapes);
 }
 
 // The SIMT kernel (fp32 operands) computes the same epilogue into an fp32 out, any N.
 TEST(FusedEpilogue, GemmF32WithBiasGeluResidual) {
-    const halide_type_t f32(halide_type_float, 32);
-    check_epilogue(tcg_gemm_f32_s3_gelu, f32, f32, Activation::GELU, {{0, 100, 72, 160}, {0, 17, 9, 7}, {0, 1, 1, 1}});
+    check_epilogue({tcg_gemm_f32_s3_gelu_argv, f32, f32, true, true, false, Activation::GELU},
+                   {{0, 100, 72, 160}, {0, 17, 9, 7}, {0, 1, 1, 1}});
+}
+
+// B contiguous along K (attention's K in Q K^T, a PyTorch Linear weight): on tensor cores (B's
+// tile K-major, ldmatrix without .trans) into fp16, and on the SIMT kernel.
+TEST(FusedEpilogue, BmmF16WithKMajorB) {
+    check_epilogue({tcg_bmm_f16_s3_bkm_argv, f16, f16, false, false, true}, epilogue_bmm_shapes);
+}
+TEST(FusedEpilogue, GemmF32WithKMajorBAndBias) {
+    check_epilogue({tcg_gemm_f32_s3_bkm_argv, f32, f32, true, false, true},
+                   {{0, 100, 72, 160}, {0, 17, 9, 7}, {0, 1, 1, 1}});
 }
 
 // An odd row stride would misalign a lane's pair: the pipeline refuses it (Halide's constraint
@@ -49,7 +64,9 @@ std::string last_error;
 TEST(FusedEpilogue, SixteenBitOutputsRefuseAnOddRowStride) {
     const halide_error_handler_t before =
         halide_set_error_handler([](void *, const char *message) { last_error = message; });
-    EXPECT_EQ(epilogue_mismatches(tcg_gemm_f16_s3_gelu, f16, f16, Activation::GELU, {0, 8, 9, 16}), -1);
+    EXPECT_EQ(epilogue_mismatches({tcg_gemm_f16_s3_gelu_argv, f16, f16, true, true, false, Activation::GELU},
+                                  {0, 8, 9, 16}),
+              -1);
     halide_set_error_handler(before);
     EXPECT_NE(last_error.find("Constraint violated: out.stride.1 (9)"), std::string::npos) << last_error;
 }

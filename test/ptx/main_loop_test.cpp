@@ -282,6 +282,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 2.1, 2.0, 2.54},
                       Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 2.1, 2.0, 2.54},
                       Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 2.1, 2.5, 2.54},
+                      // B contiguous along K (a PyTorch Linear weight; attention's Q K^T): both
+                      // operands' fragments by ldmatrix without .trans.
+                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.6,
+                           2.0, 1.9},
+                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.6,
+                           2.5, 1.9},
                       Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 8.47, 2.5, 0},
                       // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
                       // tile's operands straight from shared memory, 4 bytes a lane.
