@@ -7,7 +7,7 @@
 // OpenCL the same schedule goes through shared memory), then each lane writing its elements.
 //
 //   softmax:   out(x, y) = exp(v(x, y) - max_x v) / sum_x exp(v(x, y) - max_x v),
-//              v(x, y) = scale * in(x, y) [+ mask(x, y / mask_rows)]
+//              v(x, y) = scale * in(x, y) [+ mask(x, y / mask_rows)]   (mask_rows an input)
 //   layernorm: out(x, y) = (in(x, y) - mean_y) / sqrt(var_y + epsilon) * gamma(x) + beta(x)
 //
 // x is the reduced dimension (the keys of attention scores, the hidden features), y every row.
@@ -126,26 +126,30 @@ protected:
 class SoftmaxGenerator : public RowReductionGenerator<SoftmaxGenerator> {
 public:
     Halide::GeneratorParam<float> scale{"scale", 1.0f};
-    // An additive mask (0 or a large negative value per element), one row for mask_rows
-    // consecutive rows of `in` (attention: one per sequence, for its heads x queries rows).
+    // Inputs `mask` (fp32: 0 or a large negative value per element) and `mask_rows`: one mask
+    // row for mask_rows consecutive rows of `in` (attention: one per sequence, for its heads x
+    // queries rows).
     Halide::GeneratorParam<bool> add_mask{"add_mask", false};
-    Halide::GeneratorParam<int> mask_rows{"mask_rows", 1, 1, 1 << 30};
 
     Halide::GeneratorInput<Halide::Buffer<>> in{"in", 2};  // typed by `type` (configure())
     Halide::GeneratorOutput<Halide::Buffer<>> out{"out", 2};
     Halide::GeneratorInput<Halide::Buffer<>> *mask = nullptr;
+    Halide::GeneratorInput<int> *mask_rows = nullptr;
 
     void configure() {
         in.set_type(element_type(type));
         out.set_type(element_type(out_type));
-        if (add_mask) mask = add_input<Halide::Buffer<>>("mask", Halide::Float(32), 2);
+        if (add_mask) {
+            mask = add_input<Halide::Buffer<>>("mask", Halide::Float(32), 2);
+            mask_rows = add_input<int>("mask_rows");
+        }
     }
 
     void generate() {
         using namespace Halide;
         const Expr n = in.dim(0).extent();
         Func v("v");
-        v(x, y) = widened(in(x, y)) * scale + (mask ? (*mask)(x, y / (int)mask_rows) : Expr(0.0f));
+        v(x, y) = widened(in(x, y)) * scale + (mask ? (*mask)(x, y / max(Expr(*mask_rows), 1)) : Expr(0.0f));
 
         // Each lane's running maximum m and sum s of exp(v - m) over its elements.
         const float lowest = std::numeric_limits<float>::lowest();

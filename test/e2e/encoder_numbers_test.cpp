@@ -87,7 +87,7 @@ int softmax_mismatches(int n) {
     mask.for_each_value([&](float &v) { v = rng() % 4 == 0 ? -10000.0f : 0.0f; });
     in.set_host_dirty();
     mask.set_host_dirty();
-    if (softmax_f32_masked(in, mask, out) != 0) return -1;
+    if (softmax_f32_masked(in, mask, 3, out) != 0) return -1;
     out.copy_to_host();
     int bad = 0;
     for (int y = 0; y < rows; y++) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -130,6 +131,33 @@ TEST(RowReductions, AWarpARowThroughShuffles) {
         EXPECT_GT(count(ptx, "cvt.rn.f16.f32"), 0);
         std::printf("%s f16: %d shuffles\n", c.generator, count(ptx, "shfl.sync"));
         EXPECT_EQ(assembly_problems(ptx, c.generator), "");
+    }
+}
+
+// Every kernel of apps/encoder_layer (apps/encoder_layer/kernels.cmake) as its CUDA build makes it:
+// fp16, tensor cores for the contractions, with the opt-in's limits; ptxas assembles each for
+// sm_80 and sm_90 without spills, and none uses local memory.
+TEST(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
+    struct Kernel {
+        const char *name, *generator, *params;
+    };
+    const Kernel kernels[] = {
+#include "encoder_kernels.inc"
+    };
+    for (const Kernel &k : kernels) {
+        SCOPED_TRACE(k.name);
+        Internal::GeneratorParamsMap params{{"type", "f16"}, {"out_type", "f16"}};
+        if (std::string(k.generator) == "gemm" || std::string(k.generator) == "bmm") params["limits"] = "optin";
+        std::istringstream in(k.params);
+        for (std::string p; in >> p;) params[p.substr(0, p.find('='))] = p.substr(p.find('=') + 1);
+        const std::string ptx = kernel_source::of_generator(k.generator, sm80, params);
+        ASSERT_FALSE(ptx.empty());
+        EXPECT_EQ(count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot"), 0);
+        if (std::string(k.generator) != "softmax" && std::string(k.generator) != "layernorm") {
+            EXPECT_GT(count(ptx, "mma.sync.aligned.m16n8k16"), 0);
+        }
+        std::printf("%s (%s %s):\n", k.name, k.generator, k.params);
+        EXPECT_EQ(assembly_problems(ptx, k.name), "");
     }
 }
 
