@@ -37,18 +37,23 @@ struct ContractionTiles {
 };
 
 /** out tiled in block_m x block_n tiles (y by x, guarded at the edges), the tiles and
- * `extra_blocks` (a batch) the GPU blocks. */
+ * `extra_blocks` (batch dimensions, fused into one: GPUs have three block dimensions) the GPU
+ * blocks. */
 inline void tile_blocks(Halide::Func out, Halide::Var x, Halide::Var y, Halide::Var xo, Halide::Var yo, Halide::Var xi,
                         Halide::Var yi, int block_m, int block_n, const std::vector<Halide::Var> &extra_blocks) {
     using namespace Halide;
     out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf);
-    std::vector<VarOrRVar> blocks{xo, yo};
-    blocks.insert(blocks.end(), extra_blocks.begin(), extra_blocks.end());
-    if (blocks.size() == 2) {
-        out.gpu_blocks(blocks[0], blocks[1]);
-    } else {
-        out.gpu_blocks(blocks[0], blocks[1], blocks[2]);
+    if (extra_blocks.empty()) {
+        out.gpu_blocks(xo, yo);
+        return;
     }
+    Var batch = extra_blocks[0];
+    for (size_t i = 1; i < extra_blocks.size(); i++) {
+        Var fused(batch.name() + "_" + extra_blocks[i].name());
+        out.fuse(batch, extra_blocks[i], fused);
+        batch = fused;
+    }
+    out.gpu_blocks(xo, yo, batch);
 }
 
 /** The accumulators of one block tile, in registers, computed per block (at out's xo). */
@@ -227,17 +232,29 @@ inline Halide::Expr to_float32(const Halide::Expr &v) {
     return Halide::reinterpret(Halide::Float(32, lanes), bits << 16);
 }
 
+/** `v` (fp32) as a value of `type`, rounded to nearest even. */
+inline Halide::Expr to_element_type(Operands type, const Halide::Expr &v) {
+    return type == Operands::BF16 ? to_bfloat16(v) : Halide::cast(element_type(type), v);
+}
+
+/** Checks a 16-bit element type a kernel loads or stores (the GeneratorParam `param`) against
+ * the target: OpenCL has fp16 only with cl_khr_fp16 and no bf16 at all. */
+inline void check_opencl_element_type(const std::string &generator, const Halide::Target &target,
+                                      const std::string &param, Operands t) {
+    if (!target.has_feature(Halide::Target::OpenCL)) return;
+    _halide_user_assert(t != Operands::BF16) << "The " << generator << " generator: " << param
+                                             << "=bf16 on OpenCL: OpenCL has no bf16 type; use f16 (with the "
+                                             << "target feature cl_half) or f32.\n";
+    _halide_user_assert(t != Operands::F16 || target.has_feature(Halide::Target::CLHalf))
+        << "The " << generator << " generator: " << param << "=f16 on OpenCL needs the device's cl_khr_fp16 (the "
+        << "target feature cl_half).\n";
+}
+
 /** Checks a contraction's output type (the `out_type` GeneratorParam) against the target: the
- * SIMT kernels (f32 operands) on OpenCL store fp16 only with cl_khr_fp16 and bf16 not at all. */
+ * SIMT kernels (f32 operands) on OpenCL (the tensor-core kernels run on CUDA only). */
 inline void check_output_type(const std::string &generator, const Halide::Target &target, Operands type,
                               Operands out_type) {
-    if (type != Operands::F32 || !target.has_feature(Halide::Target::OpenCL)) return;
-    _halide_user_assert(out_type != Operands::BF16)
-        << "The " << generator << " generator: out_type=bf16 with type=f32 on OpenCL: OpenCL has no bf16 type; "
-        << "use out_type=f16 (with the target feature cl_half) or f32.\n";
-    _halide_user_assert(out_type != Operands::F16 || target.has_feature(Halide::Target::CLHalf))
-        << "The " << generator << " generator: out_type=f16 with type=f32 on OpenCL needs the device's cl_khr_fp16 "
-        << "(the target feature cl_half).\n";
+    if (type == Operands::F32) check_opencl_element_type(generator, target, "out_type", out_type);
 }
 
 /** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */

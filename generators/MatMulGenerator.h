@@ -7,7 +7,8 @@
 // accumulation is fp32.
 //
 //   gemm: out(n, m)    = epilogue(sum_k A(k, m)    * B(n, k))       (row-major M x K, K x N, M x N)
-//   bmm:  out(n, m, b) = epilogue(sum_k A(k, m, b) * B(n, k, b))    (a batch of those)
+//   bmm:  out(n, m, b) = epilogue(sum_k A(k, m, b) * B(n, k, b))    (a batch of those; with
+//         batch_dims=2, out(n, m, b, b2) over two batch dimensions)
 //
 // (with b_k_major, B(k, n[, b]): an N x K row-major B, contiguous along K).
 //
@@ -91,9 +92,12 @@ public:
     // .trans on tensor cores).
     GeneratorParam<bool> b_k_major{"b_k_major", false};
 
-    OperandInput A{"A", Batched ? 3 : 2};  // typed by `type` (configure())
-    OperandInput B{"B", Batched ? 3 : 2};
-    Halide::GeneratorOutput<Halide::Buffer<>> out{"out", Batched ? 3 : 2};  // typed by out_type
+    // bmm: its batch dimensions, 1 or 2 (e.g. attention's heads and sequences), all in one launch.
+    GeneratorParam<int> batch_dims{"batch_dims", 1, 1, 2};
+
+    OperandInput A{"A"};  // typed by `type`, dimensioned by batch_dims (configure())
+    OperandInput B{"B"};
+    Halide::GeneratorOutput<Halide::Buffer<>> out{"out"};  // typed by out_type
     // With add_bias and add_residual (configure()).
     OperandInput *bias = nullptr, *residual = nullptr;
 
@@ -102,10 +106,15 @@ public:
 
     void configure() {
         this->set_operand_types(A, B);
+        _halide_user_assert(Batched || batch_dims == 1) << "The gemm generator has no batch_dims (bmm has).\n";
+        const int dims = Batched ? 2 + batch_dims : 2;
+        A.set_dimensions(dims);
+        B.set_dimensions(dims);
+        out.set_dimensions(dims);
         const Halide::Type t = element_type(out_type);
         out.set_type(t);
         if (add_bias) bias = this->template add_input<Halide::Buffer<>>("bias", t, 1);
-        if (add_residual) residual = this->template add_input<Halide::Buffer<>>("residual", t, Batched ? 3 : 2);
+        if (add_residual) residual = this->template add_input<Halide::Buffer<>>("residual", t, dims);
     }
 
     void generate() {
@@ -123,8 +132,7 @@ public:
                 << "thread_m and thread_n must divide block_m and block_n.\n";
         }
 
-        std::vector<Var> batch;
-        if (Batched) batch.push_back(b);
+        const std::vector<Var> batch = batch_vars();
 
         // The staged tiles: copies of A and B that read zeros outside the matrices, unclamped
         // where the copies become cp.async (guarded_index), their guards true where every
@@ -178,15 +186,19 @@ public:
         if (bias) p += to_float32((*bias)(out_vars[0]));
         p = activate(activation, p);
         if (residual) p += to_float32((*residual)(out_vars));
-        return out_type == Operands::BF16 ? to_bfloat16(p) : Halide::cast(element_type(out_type), p);
+        return to_element_type(out_type, p);
     }
 
     void schedule() {
         const ContractionShape shape = this->resolved_shape(stages_b);
-        std::vector<Var> extra_blocks;
-        if (Batched) extra_blocks.push_back(b);
+        const std::vector<Var> extra_blocks = batch_vars();
         this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r, {}, shape,
                                       stages_b > 0 ? (int)stages_b : shape.stages, b_k_major);
+        // One batch element per block: with two batch dimensions fused into one block index,
+        // Halide cannot see that by itself.
+        for (const Var &v : extra_blocks) {
+            prod.bound_extent(v, 1);
+        }
         if (min_blocks_per_sm > 0) {
             alcop::min_blocks_per_sm(out, min_blocks_per_sm);
         }
@@ -208,11 +220,18 @@ protected:
         }
     }
 
+    /** bmm's batch dimensions' Vars (none for gemm). */
+    std::vector<Var> batch_vars() const {
+        if (!Batched) return {};
+        if (batch_dims == 1) return {b};
+        return {b, b2};
+    }
+
     static const char *generator_name() {
         return Batched ? "bmm" : "gemm";
     }
 
-    Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"};
+    Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"}, b2{"b2"};
     Halide::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
     Expr whole_tiles;  // K a multiple of tile_k, M and N of the block tile
     RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined

@@ -111,14 +111,11 @@ protected:
         }
     }
 
-    /** The fp32 value of an element. */
-    static Halide::Expr widened(const Halide::Expr &e) {
-        return to_float32(e);
-    }
-
-    /** `v` (fp32) as out_type. */
-    Halide::Expr narrowed(const Halide::Expr &v) const {
-        return out_type == Operands::BF16 ? to_bfloat16(v) : Halide::cast(element_type(out_type), v);
+    /** `v` (fp32) as out_type, after checking both element types against the target. */
+    Halide::Expr narrowed(const std::string &generator, const Halide::Expr &v) const {
+        check_opencl_element_type(generator, this->get_target(), "type", type);
+        check_opencl_element_type(generator, this->get_target(), "out_type", out_type);
+        return to_element_type(out_type, v);
     }
 };
 
@@ -149,7 +146,7 @@ public:
         using namespace Halide;
         const Expr n = in.dim(0).extent();
         Func v("v");
-        v(x, y) = widened(in(x, y)) * scale + (mask ? (*mask)(x, y / max(Expr(*mask_rows), 1)) : Expr(0.0f));
+        v(x, y) = to_float32(in(x, y)) * scale + (mask ? (*mask)(x, y / max(Expr(*mask_rows), 1)) : Expr(0.0f));
 
         // Each lane's running maximum m and sum s of exp(v - m) over its elements.
         const float lowest = std::numeric_limits<float>::lowest();
@@ -171,10 +168,9 @@ public:
             },
             steps);
         Expr row_max = row(x % warp, y)[0], row_sum = row(x % warp, y)[1];
-        out(x, y) = narrowed(exp(v(x, y) - row_max) / row_sum);
+        out(x, y) = narrowed("softmax", exp(v(x, y) - row_max) / row_sum);
 
         out.dim(0).set_min(0);
-        v.compute_inline();
         schedule_rows(out, steps);
     }
 };
@@ -201,7 +197,7 @@ public:
         const Expr n = in.dim(0).extent();
         RDom r(0, (n + warp - 1) / warp, "r");
         Expr at = r * warp + lane, inside = at < n;
-        Expr value = widened(in(min(at, n - 1), y));
+        Expr value = to_float32(in(min(at, n - 1), y));
         auto add = [](const Values &a, const Values &b) { return Values{a[0] + b[0]}; };
 
         // The mean, then the centred sum of squares.
@@ -217,7 +213,7 @@ public:
 
         Expr row_mean = row_sum(x % warp, y) / cast<float>(n);
         Expr rstd = 1.0f / sqrt(row_squares(x % warp, y) / cast<float>(n) + epsilon);
-        out(x, y) = narrowed((widened(in(x, y)) - row_mean) * rstd * widened(gamma(x)) + widened(beta(x)));
+        out(x, y) = narrowed("layernorm", (to_float32(in(x, y)) - row_mean) * rstd * to_float32(gamma(x)) + to_float32(beta(x)));
 
         out.dim(0).set_min(0);
         schedule_rows(out, steps);

@@ -2,15 +2,15 @@
 // generators (CMakeLists.txt): fp16 on tensor cores on CUDA, fp32 on OpenCL (pocl in CI).
 //
 //   QKV     = X Wqkv^T + bqkv                         gemm, b_k_major, fused bias
-//   S       = Q K^T per sequence and head             bmm, b_k_major: K read in place in QKV
+//   S       = Q K^T per sequence and head             bmm over (head, sequence), b_k_major: K read in place
 //   P       = softmax(S / 8 + mask)                   softmax, a warp a row
-//   C       = P V per sequence and head               bmm: V read in place, C written in place
+//   C       = P V per sequence and head               bmm over (head, sequence): V read, C written in place
 //   X1      = layernorm(C Wo^T + bo + X)              gemm (fused bias, residual), layernorm
 //   out     = layernorm(gelu(X1 W1^T + b1) W2^T + b2 + X1)
 //
-// Q, K and V are never copied out of QKV: each attention kernel reads a view of it (a header
-// over the same memory with other strides: per sequence, (head dim, token, head)), and writes C
-// the same way. The output is checked against a double-precision reference of the layer on the
+// Q, K and V are never copied out of QKV: each attention kernel, one launch over every head and
+// sequence, reads a view of it (a header over the same memory with other strides: (head dim,
+// token, head, sequence)), and writes C the same way. The output is checked against a double-precision reference of the layer on the
 // same (rounded) weights and inputs, within a tolerance derived from the roundings of each stage.
 //
 //   encoder_layer_{opencl,cuda} [--config tiny|base] [--seq N] [--batch B] [--runs R] [--dump DIR]
@@ -173,18 +173,19 @@ Part from_zero(Buffer<void> crop) {
     return p;
 }
 
-/** Sequence s's heads of a [tokens][parts x heads x head_dim] buffer (QKV: parts 3, the context:
- * 1), part `part`, as (head_dim, token, head). */
-Part heads_of(const Buffer<void> &b, const Shape &s, int parts, int part, int sequence) {
+/** Part `part` of a [tokens][parts x heads x head_dim] buffer (QKV: parts 3, Q, K and V; the
+ * context: 1), as (head_dim, query or key, head, sequence): what the attention kernels take. */
+Part heads_of(const Buffer<void> &b, const Shape &s, int parts, int part) {
     const int d = s.head_dim(), row = parts * s.hidden;
-    Buffer<void> all = view(b, {{0, d, 1, 0}, {0, parts * s.heads, d, 0}, {0, s.tokens(), row, 0}});
-    return from_zero(
-        all.cropped(1, part * s.heads, s.heads).cropped(2, sequence * s.seq, s.seq).transposed(1, 2));
+    Buffer<void> all =
+        view(b, {{0, d, 1, 0}, {0, parts * s.heads, d, 0}, {0, s.seq, row, 0}, {0, s.batch, s.seq * row, 0}});
+    return from_zero(all.cropped(1, part * s.heads, s.heads).transposed(1, 2));
 }
 
-/** Sequence s's heads of the scores or the probabilities, (key, query, head). */
-Part sequence_of(const Buffer<void> &b, const Shape &s, int sequence) {
-    return from_zero(b.cropped(2, sequence * s.heads, s.heads));
+/** The scores or the probabilities, [sequence][head][query][key], as (key, query, head, sequence). */
+Buffer<void> per_head(const Buffer<void> &b, const Shape &s) {
+    return view(b, {{0, s.seq, 1, 0}, {0, s.seq, s.seq, 0}, {0, s.heads, s.seq * s.seq, 0},
+                    {0, s.batch, s.heads * s.seq * s.seq, 0}});
 }
 
 // ---- The kernels ---------------------------------------------------------------------------
@@ -279,10 +280,9 @@ void forward(Layer &l, StageTimes *times) {
     };
     timed("qkv", [&] { run("qkv", KERNEL(qkv), {l.x.raw_buffer(), l.wqkv.raw_buffer(), l.bqkv.raw_buffer(), l.qkv.raw_buffer()}); });
     timed("scores", [&] {
-        for (int b = 0; b < s.batch; b++) {
-            Part q = heads_of(l.qkv, s, 3, 0, b), k = heads_of(l.qkv, s, 3, 1, b), out = sequence_of(l.scores, s, b);
-            run("scores", KERNEL(scores), {q.raw(), k.raw(), out.raw()});
-        }
+        Part q = heads_of(l.qkv, s, 3, 0), k = heads_of(l.qkv, s, 3, 1);
+        Buffer<void> out = per_head(l.scores, s);
+        run("scores", KERNEL(scores), {q.raw(), k.raw(), out.raw_buffer()});
         l.scores.set_device_dirty();
     });
     timed("softmax", [&] {
@@ -293,10 +293,9 @@ void forward(Layer &l, StageTimes *times) {
         l.probs.set_device_dirty();
     });
     timed("context", [&] {
-        for (int b = 0; b < s.batch; b++) {
-            Part p = sequence_of(l.probs, s, b), v = heads_of(l.qkv, s, 3, 2, b), c = heads_of(l.context, s, 1, 0, b);
-            run("context", KERNEL(context), {p.raw(), v.raw(), c.raw()});
-        }
+        Part v = heads_of(l.qkv, s, 3, 2), c = heads_of(l.context, s, 1, 0);
+        Buffer<void> p = per_head(l.probs, s);
+        run("context", KERNEL(context), {p.raw_buffer(), v.raw(), c.raw()});
         l.context.set_device_dirty();
     });
     timed("out_proj", [&] {

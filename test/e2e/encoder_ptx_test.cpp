@@ -100,14 +100,19 @@ TEST(FusedEpilogue, StoresFourBytesALane) {
     }
 }
 
-// A 16-bit out from fp32 operands (the SIMT kernel) on OpenCL: fp16 needs cl_khr_fp16, bf16 has
-// no OpenCL type.
-TEST(FusedEpilogue, SixteenBitOutputsOnOpenCLAreUserErrors) {
+// A 16-bit out from fp32 operands (the SIMT kernel) on OpenCL, and a 16-bit type of a row
+// reduction there: fp16 needs cl_khr_fp16, bf16 has no OpenCL type.
+TEST(SixteenBitTypes, OnOpenCLAreUserErrors) {
     EXPECT_NE(error_of("gemm", "host-opencl", {{"out_type", "bf16"}}).find("OpenCL has no bf16 type"),
               std::string::npos);
     EXPECT_NE(error_of("bmm", "host-opencl", {{"out_type", "f16"}}).find("needs the device's cl_khr_fp16"),
               std::string::npos);
     EXPECT_EQ(error_of("gemm", "host-opencl-cl_half", {{"out_type", "f16"}, {"add_bias", "true"}}), "");
+    // The row reductions, for their input and output types alike.
+    EXPECT_NE(error_of("softmax", "host-opencl", {{"type", "f16"}}).find("softmax generator: type=f16 on OpenCL needs"),
+              std::string::npos);
+    EXPECT_NE(error_of("layernorm", "host-opencl", {{"out_type", "bf16"}}).find("out_type=bf16 on OpenCL"),
+              std::string::npos);
 }
 
 // softmax and layernorm on CUDA: one warp a row, its statistics exchanged by warp shuffles (five
