@@ -41,6 +41,18 @@ inline std::string of_generator(const std::string &generator, const std::string 
     return of(gen->build_module(generator));
 }
 
+/** The CompileError (a user error) building that variant raises, printed; "" when it builds. */
+inline std::string error_of(const std::string &generator, const std::string &target,
+                            const Halide::Internal::GeneratorParamsMap &params) {
+    try {
+        of_generator(generator, target, params);
+    } catch (const Halide::CompileError &e) {
+        std::printf("%s", e.what());
+        return e.what();
+    }
+    return "";
+}
+
 /** The occurrences of `what` in `text`, overlapping ones included. */
 inline int count(const std::string &text, const std::string &what) {
     int n = 0;

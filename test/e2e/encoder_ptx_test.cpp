@@ -16,22 +16,12 @@ namespace {
 
 using namespace Halide;
 using kernel_source::count;
+using kernel_source::error_of;
 
 const std::string sm80 = "host-cuda-cuda_capability_80";
 
-/** The CompileError a generator variant raises ("" when it builds). */
-std::string error_of(const std::string &generator, const std::string &target,
-                     const Internal::GeneratorParamsMap &params) {
-    try {
-        kernel_source::of_generator(generator, target, params);
-    } catch (const CompileError &e) {
-        std::printf("%s", e.what());
-        return e.what();
-    }
-    return "";
-}
-
-/** ptxas's complaints about `ptx` for sm_80 and sm_90: "" when it assembles without spills. */
+/** ptxas's complaints about `ptx` for sm_80 and sm_90: "" when it assembles without spills (or
+ * when there is no ptxas: each test then ends with ALCOP_SKIP_ASSEMBLING, a visible skip). */
 std::string assembly_problems(const std::string &ptx, const std::string &tag) {
 #ifdef ALCOP_PTXAS
     std::string problems;
@@ -46,7 +36,8 @@ std::string assembly_problems(const std::string &ptx, const std::string &tag) {
     }
     return problems;
 #else
-    std::printf("ptxas not found: %s not assembled\n", tag.c_str());
+    (void)ptx;
+    (void)tag;
     return "";
 #endif
 }
@@ -89,15 +80,11 @@ TEST(FusedEpilogue, StoresFourBytesALane) {
             std::printf("gemm %s, %s: %d 4-byte stores and %d loads of pairs, %d 2-byte stores in the tail\n", type,
                         kernel.name.c_str(), pair_stores, pair_loads, half_stores);
         }
-#ifdef ALCOP_PTXAS
-        for (const char *arch : {"sm_80", "sm_90"}) {
-            int status = 0;
-            const std::string log = kernel_source::ptxas_output(ptx, arch, "tc_epilogue", &status);
-            EXPECT_EQ(status, 0) << log;
-            EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
-        }
-#endif
+        EXPECT_EQ(assembly_problems(ptx, "tc_epilogue"), "");
     }
+#ifndef ALCOP_PTXAS
+    ALCOP_SKIP_ASSEMBLING("the epilogues' kernels");
+#endif
 }
 
 // A 16-bit out from fp32 operands (the SIMT kernel) on OpenCL, and a 16-bit type of a row
@@ -137,6 +124,9 @@ TEST(RowReductions, AWarpARowThroughShuffles) {
         std::printf("%s f16: %d shuffles\n", c.generator, count(ptx, "shfl.sync"));
         EXPECT_EQ(assembly_problems(ptx, c.generator), "");
     }
+#ifndef ALCOP_PTXAS
+    ALCOP_SKIP_ASSEMBLING("softmax and layernorm");
+#endif
 }
 
 // Every kernel of apps/encoder_layer (apps/encoder_layer/kernels.cmake) as its CUDA build makes it:
@@ -164,6 +154,9 @@ TEST(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
         std::printf("%s (%s %s):\n", k.name, k.generator, k.params);
         EXPECT_EQ(assembly_problems(ptx, k.name), "");
     }
+#ifndef ALCOP_PTXAS
+    ALCOP_SKIP_ASSEMBLING("the encoder layer's kernels");
+#endif
 }
 
 }  // namespace

@@ -64,14 +64,12 @@ Expr encode(const Expr &value, const Type &element) {
     return Let::make(name, cast(f32, value), cast(UInt(16, lanes), bits));
 }
 
-/** Inside the kernels: every 16-bit float becomes its UInt(16) bits (see the header). */
-class HalvesAsBits : public IRMutator {
+/** A mutator that knows whether it is inside a GPU kernel (`kernels` > 0): its subclasses change
+ * the kernels' code only. */
+class InKernels : public IRMutator {
+protected:
     using IRMutator::visit;
     int kernels = 0;
-
-    static Type bits(const Type &t) {
-        return is_half(t) ? UInt(16, t.lanes()) : t;
-    }
 
     Stmt visit(const For *op) override {
         const bool kernel = op->for_type == ForType::GPUBlock;
@@ -80,6 +78,16 @@ class HalvesAsBits : public IRMutator {
         kernels -= kernel;
         return s;
     }
+};
+
+/** Inside the kernels: every 16-bit float becomes its UInt(16) bits (see the header). */
+class HalvesAsBits : public InKernels {
+    using InKernels::visit;
+
+    static Type bits(const Type &t) {
+        return is_half(t) ? UInt(16, t.lanes()) : t;
+    }
+
     Expr visit(const Load *op) override {
         if (!kernels || !is_half(op->type)) return IRMutator::visit(op);
         return Load::make(bits(op->type), op->name, mutate(op->index), op->image, op->param, mutate(op->predicate),
@@ -159,9 +167,8 @@ class HalvesAsBits : public IRMutator {
  * and few shuffles. A lane's value is extracted from the vector expression with the vector lets
  * it reads substituted (lets left unused are dropped), and a predicated load in it reads 0 where
  * its predicate is false. */
-class ScalarizePredicated : public IRMutator {
-    using IRMutator::visit;
-    int kernels = 0;
+class ScalarizePredicated : public InKernels {
+    using InKernels::visit;
     std::map<std::string, Expr> vector_lets;  // in terms of the kernel's scalars
 
     static bool predicated(const Expr &predicate) {
@@ -184,13 +191,6 @@ class ScalarizePredicated : public IRMutator {
         return GuardScalarLoads().mutate(simplify(extract_lane(substitute(vector_lets, e), l)));
     }
 
-    Stmt visit(const For *op) override {
-        const bool kernel = op->for_type == ForType::GPUBlock;
-        kernels += kernel;
-        Stmt s = IRMutator::visit(op);
-        kernels -= kernel;
-        return s;
-    }
     Stmt visit(const LetStmt *op) override {
         if (!kernels || op->value.type().is_scalar()) return IRMutator::visit(op);
         vector_lets[op->name] = substitute(vector_lets, op->value);

@@ -31,6 +31,7 @@ namespace {
 
 using namespace Halide;
 using kernel_source::count;
+using kernel_source::error_of;
 
 const std::string sm80 = "host-cuda-cuda_capability_80";
 
@@ -221,18 +222,6 @@ TEST(TensorCoreGenerators, Conv2dInputCopiesZeroFillOutsideTheImage) {
         EXPECT_NE(s.find("input.extent.0 - "), std::string::npos) << s;  // the channel tail
     }
     if (!input.src_sizes.empty()) std::printf("input copy's src-size: %s\n", input.src_sizes[0].c_str());
-}
-
-/** The CompileError a generator variant raises ("" when it builds). */
-std::string error_of(const std::string &generator, const std::string &target,
-                     const Internal::GeneratorParamsMap &params) {
-    try {
-        kernel_source::of_generator(generator, target, params);
-    } catch (const CompileError &e) {
-        std::printf("%s", e.what());
-        return e.what();
-    }
-    return "";
 }
 
 TEST(TensorCoreGenerators, TilesTheInstructionCannotServeAreUserErrors) {
