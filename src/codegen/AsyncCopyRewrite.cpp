@@ -31,6 +31,9 @@
  *    the loads and the stores touches memory. Otherwise each marker call is replaced by its
  *    argument, zeroed past src_bytes, and the copy stays synchronous: the same result, just
  *    not an async one.
+ *  - The cp.async of a block whose global addresses share one term of their index and differ
+ *    in the other address memory by one pointer step per term (AddressTerms.h): the same
+ *    addresses, computed with fewer instructions in the loop.
  *  - Commit and wait calls become `cp.async.commit_group` / `cp.async.wait_group n`; their
  *    results become 0. A wait whose count is not a constant waits for all groups (n = 0).
  *  - All asm is volatile and clobbers memory, so LLVM never moves a shared-memory access
@@ -45,6 +48,7 @@
  * Set ALCOP_ASYNC_COPY_DEBUG=1 to print, for each copy, whether it became async or why not.
  */
 
+#include "codegen/AddressTerms.h"
 #include "codegen/AsyncCopyMarkers.h"
 #include "codegen/TensorCoreRewrite.h"
 #include "codegen/ValueMatch.h"
@@ -70,6 +74,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace alcop {
@@ -604,7 +609,40 @@ private:
         for (CallInst *call : groups) {
             rewrite_group_call(call);
         }
+        step_source_addresses(f);
         return true;
+    }
+
+    /** The cp.async of a block whose global addresses share one term of their index (the
+     * chunk's offset along K) and differ in the other (each copy's row): each address then
+     * steps from a pointer of the copy's own, computed before the loop (AddressTerms.h). */
+    void step_source_addresses(Function &f) {
+        const DataLayout &dl = f.getParent()->getDataLayout();
+        for (BasicBlock &bb : f) {
+            SmallVector<std::pair<CallInst *, ElementAddress>, 16> asyncs;
+            SmallVector<std::optional<IndexTerms>, 16> terms;
+            for (Instruction &i : bb) {
+                auto *call = dyn_cast<CallInst>(&i);
+                auto *source = call && call->isInlineAsm() && call->arg_size() == 3 ?
+                                   dyn_cast<PtrToIntInst>(call->getArgOperand(1)) :
+                                   nullptr;
+                if (source && cast<InlineAsm>(call->getCalledOperand())->getAsmString().rfind("cp.async.", 0) == 0) {
+                    asyncs.push_back({call, element_address(source->getPointerOperand(), dl)});
+                    terms.push_back(index_terms(asyncs.back().second, dl));
+                }
+            }
+            for (size_t c = 0; c < asyncs.size(); c++) {
+                if (!shares_one_term(terms, c)) {
+                    continue;
+                }
+                CallInst *call = asyncs[c].first;
+                IRBuilder<> b(call);
+                Value *old = call->getArgOperand(1);
+                call->setArgOperand(1, b.CreatePtrToInt(address_by_terms(b, asyncs[c].second, *terms[c], dl),
+                                                        b.getInt64Ty()));
+                erase_if_dead({old});
+            }
+        }
     }
 
     // The marker's meaning without cp.async: lane k is the loaded value when its bytes lie

@@ -12,12 +12,16 @@
  * (mma) or `argmemonly readonly` (ldmatrix) only; without `convergent` a transformation may
  * move them into code that not all lanes of the warp reach.
  *
+ * The ldmatrix rows of a k step that share one term of their index (the slot's base) and differ
+ * in the other (a thread's swizzled offset) are addressed one term at a time (AddressTerms.h).
+ *
  * Runs inside the one marker pass (AsyncCopyRewrite.cpp), at EP_EarlyAsPossible: it sees the
  * IR exactly as Halide wrote it. Built with -fno-rtti against the shared libLLVM.
  */
 
 #include "codegen/TensorCoreRewrite.h"
 
+#include "codegen/AddressTerms.h"
 #include "codegen/TensorCoreMarkers.h"
 #include "codegen/ValueMatch.h"
 
@@ -38,6 +42,7 @@
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace alcop {
@@ -214,52 +219,11 @@ RowElement row_element(const CallInst *call, unsigned k) {
     return e;
 }
 
-// A row element's address as base + scale * index + bytes, with every constant term moved
-// into `bytes`: Halide writes element k of a row as `gep T, base, sext(add nsw start, k)`.
-struct ElementAddress {
-    const Value *base = nullptr;
-    const Value *index = nullptr;  // null: a constant address
-    int64_t scale = 0;
-    int64_t bytes = 0;
-};
-
+// A row element's address, its lane included.
 ElementAddress element_address(const RowElement &e) {
     const DataLayout &dl = e.load->getModule()->getDataLayout();
-    ElementAddress a;
-    a.bytes = (int64_t)e.lane * (int64_t)dl.getTypeStoreSize(e.load->getType()->getScalarType());
-    const Value *p = e.load->getPointerOperand();
-    for (int steps = 0; steps < 32; steps++) {
-        if (const auto *bitcast = dyn_cast<BitCastOperator>(p)) {
-            p = bitcast->getOperand(0);
-        } else if (const auto *space_cast = dyn_cast<AddrSpaceCastOperator>(p)) {
-            p = space_cast->getOperand(0);
-        } else if (const auto *gep = dyn_cast<GEPOperator>(p); gep && gep->getNumIndices() == 1 && !a.index) {
-            const int64_t scale = (int64_t)dl.getTypeAllocSize(gep->getSourceElementType());
-            const Value *index = gep->getOperand(1);
-            while (index) {
-                if (const auto *c = dyn_cast<ConstantInt>(index)) {
-                    a.bytes += scale * c->getSExtValue();
-                    index = nullptr;
-                } else if (isa<SExtInst>(index) || isa<ZExtInst>(index)) {
-                    index = cast<Instruction>(index)->getOperand(0);
-                } else if (const auto *add = dyn_cast<BinaryOperator>(index);
-                           add && add->getOpcode() == Instruction::Add && isa<ConstantInt>(add->getOperand(1))) {
-                    a.bytes += scale * cast<ConstantInt>(add->getOperand(1))->getSExtValue();
-                    index = add->getOperand(0);
-                } else {
-                    break;
-                }
-            }
-            if (index) {
-                a.index = index;
-                a.scale = scale;
-            }
-            p = gep->getPointerOperand();
-        } else {
-            break;
-        }
-    }
-    a.base = p;
+    ElementAddress a = alcop::element_address(e.load->getPointerOperand(), dl);
+    a.bytes += (int64_t)e.lane * (int64_t)dl.getTypeStoreSize(e.load->getType()->getScalarType());
     return a;
 }
 
@@ -290,13 +254,20 @@ bool writes_only_own_stack(const Instruction &i) {
     return store && store->isSimple() && isa<AllocaInst>(getUnderlyingObject(store->getPointerOperand()));
 }
 
-// The row address as an i8 addrspace(3)* in front of `before`.
-Value *row_address(const RowElement &e0, Instruction *before) {
+// The row address as an i8 addrspace(3)* in front of `before`; with `terms`, one step of
+// pointer arithmetic per term (AddressTerms.h): where the rows of a k step differ in the
+// thread's swizzled offset and share the slot's base (B's n8 tile pairs, read with .trans),
+// each row then takes one add and an immediate.
+Value *row_address(const RowElement &e0, const std::optional<IndexTerms> &terms, Instruction *before) {
     IRBuilder<> b(before);
     Value *p = e0.load->getPointerOperand();
     Type *element = e0.load->getType()->getScalarType();
     unsigned space = p->getType()->getPointerAddressSpace();
-    if (e0.lane != 0) {
+    if (terms) {
+        const ElementAddress a = element_address(e0);
+        space = a.base->getType()->getPointerAddressSpace();
+        p = address_by_terms(b, a, *terms, e0.load->getModule()->getDataLayout());
+    } else if (e0.lane != 0) {
         p = b.CreateConstGEP1_32(element, b.CreateBitCast(p, element->getPointerTo(space)), e0.lane);
     }
     p = b.CreateBitCast(p, b.getInt8PtrTy(space));
@@ -331,6 +302,11 @@ bool rewrite_ldmatrix(Function &f) {
             }
             groups[g].calls.push_back(call);
         }
+        const DataLayout &dl = m.getDataLayout();
+        SmallVector<std::optional<IndexTerms>, 8> terms;
+        for (const RowElement &e0 : firsts) {
+            terms.push_back(index_terms(element_address(e0), dl));
+        }
         for (size_t g = 0; g < groups.size(); g++) {
             CallInst *first = groups[g].calls[0], *last = groups[g].calls.back();
             for (Instruction *i = first->getNextNode(); i != last; i = i->getNextNode()) {
@@ -340,7 +316,7 @@ bool rewrite_ldmatrix(Function &f) {
                 }
             }
             bool trans = marker_kind(first->getCalledFunction()) == TensorCoreMarker::LdmatrixTrans;
-            Value *address = row_address(firsts[g], first);
+            Value *address = row_address(firsts[g], shares_one_term(terms, g) ? terms[g] : std::nullopt, first);
             Function *intrinsic =
                 Intrinsic::getDeclaration(&m,
                                           trans ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16 :

@@ -4,6 +4,7 @@
 #include "analysis/PipelineAnalysis.h"
 #include "codegen/AsyncCopyMarkers.h"
 
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -106,6 +107,63 @@ Expr slice(const Expr &e, int first, int lanes) {
     return Shuffle::make_slice(e, first, 1, lanes);
 }
 
+/** `base / ratio` for the base of a dense load of `param` that its alignment proves a multiple
+ * of `vector` (the elements of one copy), written as a sum of multiples of vector / ratio:
+ * each term of the base divided by `vector` on its own, which is exact where the term is a
+ * multiple of a stride the input promises (Parameter::stride_constraint; divided in that
+ * stride), and for the one term left, if one is (the sum is a multiple). Why: Halide's
+ * simplifier does not know the promises inside a kernel, so it keeps `(row * stride + column)
+ * / vector` (the 16-byte load's index), which NVPTX computes per copy and chunk (an add, a
+ * shift and a mul.wide); as `row * (stride / vector) + column / vector` each term is computed
+ * once or advanced by a constant (AddressTerms.h). Undefined where that is not exact. */
+Expr divided_by_terms(const Expr &base, int vector, int ratio, const Parameter &param,
+                      const ModulusRemainder &alignment) {
+    if (!param.defined() || !param.is_buffer() || alignment.modulus % vector != 0 ||
+        alignment.remainder % vector != 0) {
+        return Expr();
+    }
+    Scope<ModulusRemainder> strides;
+    for (int d = 0; d < param.dimensions(); d++) {
+        if (param.stride_constraint(d).defined()) {
+            strides.push(param.name() + ".stride." + std::to_string(d), modulus_remainder(param.stride_constraint(d)));
+        }
+    }
+    auto multiple = [&](const Expr &e) {
+        const ModulusRemainder m = modulus_remainder(e, strides);
+        return m.modulus % vector == 0 && m.remainder % vector == 0;
+    };
+    // e / vector for a multiple e of vector, divided in a factor that is one where it has one.
+    std::function<Expr(const Expr &)> divide = [&](const Expr &e) -> Expr {
+        if (const int64_t *c = as_const_int(e)) return make_const(e.type(), *c / vector);
+        if (const Mul *m = e.as<Mul>()) {
+            auto times = [](const Expr &a, const Expr &b) { return is_const_one(b) ? a : is_const_one(a) ? b : a * b; };
+            if (multiple(m->b)) return times(m->a, divide(m->b));
+            if (multiple(m->a)) return times(divide(m->a), m->b);
+        }
+        return e / vector;
+    };
+    std::vector<Expr> terms, pending{base};
+    while (!pending.empty()) {
+        const Expr e = pending.back();
+        pending.pop_back();
+        if (const Add *a = e.as<Add>()) {
+            pending.push_back(a->b);
+            pending.push_back(a->a);
+        } else {
+            terms.push_back(e);
+        }
+    }
+    int unproven = 0;
+    for (const Expr &t : terms) unproven += multiple(t) ? 0 : 1;
+    if (terms.size() < 2 || unproven > 1) return Expr();
+    Expr sum;
+    for (const Expr &t : terms) {
+        const Expr scaled = divide(t) * (vector / ratio);
+        sum = sum.defined() ? sum + scaled : scaled;
+    }
+    return sum;
+}
+
 /** The cp.async form of `shared[index] = value`, or undefined (and why, at debug level 2)
  * when it does not qualify. A dense copy from an input buffer whose address is not provably
  * aligned to the copy's size sets *unaligned to that input. */
@@ -159,8 +217,14 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
             return ModulusRemainder(a.modulus / (4 / eb), a.remainder / (4 / eb));
         };
         const Type quad = UInt(32, 4);
-        source = reinterpret(bits, Load::make(quad, load->name, words(load->index), load->image, load->param,
-                                              const_true(4), word_alignment(load->alignment)));
+        Expr load_words = words(load->index);
+        if (Expr divided = divided_by_terms(load->index.as<Ramp>()->base, bytes / eb, 4 / eb, load->param,
+                                                   load->alignment);
+            divided.defined()) {
+            load_words = Ramp::make(divided, 1, 4);
+        }
+        source = reinterpret(bits, Load::make(quad, load->name, load_words, load->image, load->param, const_true(4),
+                                              word_alignment(load->alignment)));
         marker = Call::make(bits, marker.as<Call>()->name, {source, src_bytes}, Call::Extern);
         return Store::make(op->name, reinterpret(quad, marker), words(index), op->param, const_true(4),
                            word_alignment(alignment));

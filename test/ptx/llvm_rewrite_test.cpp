@@ -302,6 +302,32 @@ TEST(LlvmRewrite, ConsecutiveCopies) {
     EXPECT_EQ(count(ptx, "cp.async.commit_group"), 2) << ptx;
 }
 
+// Copies whose source indices share one term (here the thread's column %tx) and differ in the
+// other (the row) read from pointers stepped one term at a time (AddressTerms.h): the shared
+// term widened and scaled once, each copy's own once. Copies that share both terms, as in
+// ConsecutiveCopies, keep their address as Halide wrote it.
+TEST(LlvmRewrite, SourcesSharingOneTermStepByTerm) {
+    const std::regex stepped("getelementptr i128, i128\\* %[0-9]+, i64 %[0-9]+");
+    auto stepped_addresses = [&](const std::string &ir_text) {
+        LLVMContext context;
+        std::unique_ptr<Module> m = parse(context, ir_text);
+        EXPECT_TRUE(m && rewrite(*m));
+        std::string ir = m ? text_of(*m) : "";
+        EXPECT_EQ(count(ir, "cp.async.cg.shared.global [$0], [$1], 16, $2;"), 2) << ir;
+        return count(ir, stepped);
+    };
+    auto other_store = [](std::string body) {
+        return std::regex_replace(body, std::regex("mul nsw i32 %ty, 8"), "mul nsw i32 %ty, 16");
+    };
+    const std::string other_row =
+        std::regex_replace(other_store(f32x4_body(16, 16, "16", "b")), std::regex("ashr i32 %b0, 2"), "ashr i32 %b0, 3");
+    EXPECT_EQ(stepped_addresses(kernel(f32x4_body(16, 16, "16", "a") + other_row)), 4);
+    EXPECT_EQ(stepped_addresses(kernel(f32x4_body(16, 16, "16", "a") + other_store(f32x4_body(16, 16, "16", "b")))), 0);
+    // And the result still assembles to the two copies.
+    const std::string ptx = ptx_of(kernel(f32x4_body(16, 16, "16", "a") + other_row));
+    EXPECT_EQ(count(ptx, cp_async("cg", 16)), 2) << ptx;
+}
+
 // A marker the contract does not know is an error, not a silently unresolved call.
 TEST(LlvmRewriteDeathTest, UnknownMarkerIsAnError) {
     const std::string ir = kernel(R"(

@@ -20,7 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -159,7 +161,8 @@ struct Kernels {
 /** A registered generator built for sm_80 in-process: its PTX and its kernels' shared accesses
  * after the ALCOP pass. `auto_schedule`: scheduled by the Alcop autoscheduler (in this process,
  * as its plugin would). */
-Kernels build(const std::string &generator, Internal::GeneratorParamsMap params, bool auto_schedule) {
+Kernels build(const std::string &generator, Internal::GeneratorParamsMap params, bool auto_schedule,
+              bool hazards) {
     static const bool registered = [] {
         alcop::autoscheduler::register_with_halide();
         return true;
@@ -176,6 +179,7 @@ Kernels build(const std::string &generator, Internal::GeneratorParamsMap params,
     alcop::set_lowering_observer(nullptr);
     if (after.defined()) {
         k.banks = alcop::find_bank_conflicts(after);
+        if (!hazards) return k;
         // The plugin's builds have constant sizes: the buffers' extents only choose between
         // its specializations, a partial tile (100) or the benchmark's sizes (2048: whole
         // tiles, and the estimate of a K that is a Param).
@@ -200,9 +204,14 @@ struct Case {
     /** The same for every other kernel (the generic branch of a specialization: partial
      * tiles); 0: there is no other. */
     double edges_ceiling;
-    /** Bank conflicts per kernel that are known, and why; 0 for every other kernel. */
+    /** Bank conflicts a kernel may have, known, and why; 0 for every other case. */
     int known_conflicts = 0;
     std::string why_conflicts;
+    /** The whole-tile kernel has no loop: LLVM unrolled its few chunks (then nothing to count). */
+    bool unrolled = false;
+    /** Run the hazard check too (the benchmark's list leaves it to the kernel families above and
+     * test/tensorcore: its plugin builds are specialized on sizes the check does not run). */
+    bool hazards = true;
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -213,14 +222,16 @@ class KernelsUsersGet : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     const Case c = GetParam();
-    const Kernels k = build(c.generator, c.params, c.auto_schedule);
+    const Kernels k = build(c.generator, c.params, c.auto_schedule, c.hazards);
     ASSERT_FALSE(k.ptx.empty());
     const std::vector<MainLoopReport> loops = alcop::main_loops(k.ptx);
     ASSERT_FALSE(loops.empty());
-    for (const MainLoopReport &r : loops) {
+    for (size_t i = 0; i < loops.size(); i++) {
+        const MainLoopReport &r = loops[i];
         std::cout << alcop::to_string(r) << "\n";
-        EXPECT_TRUE(r.found) << r.kernel;
-        EXPECT_EQ(r.tensor_cores, c.tensor_cores) << r.kernel;
+        const bool loop = !(c.unrolled && i == 0);
+        EXPECT_EQ(r.found, loop) << r.kernel;
+        EXPECT_EQ(r.tensor_cores, c.tensor_cores && loop) << r.kernel;
     }
     // The first kernel is the one of the whole tiles (the others handle the edges).
     const MainLoopReport &main = loops[0];
@@ -245,11 +256,12 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
                   << " accesses, " << b.unanalyzed << " unanalyzed)\n";
         EXPECT_FALSE(b.accesses.empty()) << b.kernel;
         EXPECT_EQ(b.unanalyzed, 0) << b.kernel;
-        EXPECT_EQ(b.conflicts(), c.known_conflicts) << b.kernel << (c.known_conflicts ? ": " + c.why_conflicts : "");
+        EXPECT_LE(b.conflicts(), c.known_conflicts) << b.kernel << (c.known_conflicts ? ": " + c.why_conflicts : "");
     }
     // No read-after-write or write-after-read hazard on shared memory (analysis/PipelineHazards.h),
     // every kernel run at one size at least (a specialization's branches at the sizes that
     // select them).
+    if (!c.hazards) return;
     ASSERT_FALSE(k.hazards.empty()) << "no kernel after the pass";
     std::set<std::string> run;
     for (const alcop::KernelHazards &h : k.hazards) {
@@ -279,16 +291,16 @@ Internal::GeneratorParamsMap bench(Internal::GeneratorParamsMap p) {
 
 INSTANTIATE_TEST_SUITE_P(
     Generators, KernelsUsersGet,
-    ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 2.1, 2.0, 2.54},
-                      Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 2.1, 2.0, 2.54},
-                      Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 2.1, 2.5, 2.54},
+    ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 1.79, 2.0, 2.23},
+                      Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 1.79, 2.0, 2.23},
+                      Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 1.79, 2.5, 2.23},
                       // B contiguous along K (a PyTorch Linear weight; attention's Q K^T): both
                       // operands' fragments by ldmatrix without .trans.
-                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.6,
-                           2.0, 1.9},
-                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.6,
-                           2.5, 1.9},
-                      Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 8.47, 2.5, 0},
+                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.36,
+                           2.0, 1.66},
+                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.36,
+                           2.5, 1.66},
+                      Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 7.82, 2.5, 0},
                       // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
                       // tile's operands straight from shared memory, 4 bytes a lane.
                       Case{"gemm_f32_s3", "gemm", {{"stages", "3"}}, false, false, 0.58, 0.3, 0, 256,
@@ -304,20 +316,127 @@ INSTANTIATE_TEST_SUITE_P(
     Autoscheduled, KernelsUsersGet,
     ::testing::Values(
         Case{"gemm_f16_2048", "as_gemm", bench({{"type", "f16"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true,
-             true, 4.0, 2.5, 7.69},
+             true, 3.75, 2.5, 7.5},
         Case{"gemm_bf16_2048", "as_gemm", bench({{"type", "bf16"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true,
-             true, 4.0, 2.5, 7.69},
+             true, 3.75, 2.5, 7.5},
         Case{"conv2d_f16_8x56x56x64x64", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "56"}, {"W", "56"}, {"CI", "64"}, {"CO", "64"}}), true, true,
-             9.88, 2.5, 19.88},
+             9.5, 2.5, 19.63},
         // 14 x 14 pixels: 256 threads copy the input's tile, half of them under a guard.
         Case{"conv2d_f16_8x14x14x256x256", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
-             33.5, 2.5, 67.0},
+             32.5, 2.5, 66.5},
         Case{"bmm_f16_12x512x512x64", "as_bmm",
-             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 6.5, 2.5, 13.38},
+             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 6.25, 2.5, 13.25},
         Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3, 0.4}),
     [](const auto &info) { return info.param.name; });
+
+// Every kernel of ours that the CUDA benchmark runs (apps/bench: alcop_write_variants lists the
+// variants alcop_bench_cuda links, with their generators and parameters), rebuilt here from
+// that list, each held to its own figures below. A kernel added to the benchmark without figures
+// fails BenchmarkKernels.EachHasItsFigures with what it measures.
+struct Figures {
+    double ceiling, edges_ceiling, budget;
+    int known_conflicts = 0;
+    std::string why_conflicts;
+    bool unrolled = false;
+};
+
+const std::string plugin_conv_conflicts =
+    "the plugin reads a convolution's fp32 tiles straight from shared memory (register fragments "
+    "only for one M dimension: uses_fragments, src/autoscheduler/ContractionSchedule.cpp): A's rows of "
+    "threads 512 bytes apart are 4-way, B's lanes 32 bytes apart 2-way";
+const std::string f32_conflicts =
+    "each thread reads its 4 x 4 tile's operands straight from shared memory, 4 bytes a lane: A's "
+    "reads of two rows of threads 128 bytes apart and B's 16 bytes apart are 2-way (gemm_f32_s3)";
+
+const std::map<std::string, Figures> &benchmark_figures() {
+    static const std::map<std::string, Figures> figures{
+        {"gemm_cuda_s1", {0.75, 0, 0.3, 256, f32_conflicts}},
+        {"bmm_cuda_s1", {0.75, 0, 0.3, 256, f32_conflicts}},
+        {"conv_cuda_s1", {1, 0, 0.3, 256, f32_conflicts}},
+        {"gemm_cuda_s3", {0.58, 0, 0.3, 256, f32_conflicts}},
+        {"bmm_cuda_s3", {0.58, 0, 0.3, 256, f32_conflicts}},
+        {"conv_cuda_s3", {1.28, 0, 0.3, 256, f32_conflicts}},
+        {"tc_gemm_cuda_f16_s1", {1.46, 4.9, 2.0}},
+        {"tc_bmm_cuda_f16_s1", {1.52, 4.96, 2.5}},
+        {"tc_conv_cuda_f16_s1", {7.19, 0, 2.5}},
+        {"tc_gemm_cuda_f16_s3", {1.79, 2.23, 2.0}},
+        {"tc_bmm_cuda_f16_s3", {1.79, 2.23, 2.5}},
+        {"tc_conv_cuda_f16_s3", {7.82, 0, 2.5}},
+        {"tc_gemm_cuda_f16_s4", {1.6, 2.04, 2.0}},
+        {"tc_gemm_cuda_bf16_s1", {1.46, 3.9, 2.0}},
+        {"tc_bmm_cuda_bf16_s1", {1.52, 3.96, 2.5}},
+        {"tc_conv_cuda_bf16_s1", {6.19, 0, 2.5}},
+        {"tc_gemm_cuda_bf16_s3", {1.79, 2.23, 2.0}},
+        {"tc_bmm_cuda_bf16_s3", {1.79, 2.23, 2.5}},
+        {"tc_conv_cuda_bf16_s3", {7.82, 0, 2.5}},
+        {"tc_gemm_cuda_bf16_s4", {1.6, 2.04, 2.0}},
+        {"gemm_cuda_deep", {0.29, 0, 0.3}},
+        {"gemm_cuda_auto", {0.25, 0.4, 0.3}},
+        {"gemm_cuda_auto_c1", {0.25, 0.4, 0.3}},
+        {"gemm_cuda_auto_c2", {0.25, 0.45, 0.3}},
+        {"gemm_cuda_auto_c3", {0.28, 0.41, 0.3}},
+        {"bmm_cuda_auto", {0.35, 0.67, 0.3}},
+        {"conv_cuda_auto", {0.26, 1.01, 0.3, 4096, plugin_conv_conflicts}},
+        {"bmm_cuda_auto_pv", {0.43, 0.9, 0.3}},
+        {"conv_cuda_auto_14", {0.42, 1.37, 0.3, 2048, plugin_conv_conflicts}},
+        {"gemm_cuda_auto_k2047", {0.39, 0, 0.3}},
+        {"gemm_cuda_auto_f16", {3.75, 7.51, 2.5}},
+        {"bmm_cuda_auto_f16", {6.25, 13.26, 2.5}},
+        {"conv_cuda_auto_f16", {9.5, 19.63, 2.5}},
+        {"conv_cuda_auto_14_f16", {32.5, 66.51, 2.5}},
+        {"gemm_cuda_auto_bf16", {3.75, 7.51, 2.5}},
+        {"bmm_cuda_auto_bf16", {0, 13.26, 2.5, 0, "", true}},
+        {"conv_cuda_auto_bf16", {9.5, 19.63, 2.5}},
+        {"conv_cuda_auto_14_bf16", {32.5, 66.51, 2.5}},
+    };
+    return figures;
+}
+
+/** The benchmark's variants (name|generator|params|autoscheduler a line), but for Halide's
+ * Li2018 schedules (not ours) and the deliberately broken testing_* pipelines of its fault rows. */
+std::vector<Case> benchmark_cases() {
+    std::vector<Case> cases;
+    std::ifstream in(ALCOP_BENCH_CUDA_KERNELS);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> fields;
+        std::stringstream fs(line);
+        for (std::string f; std::getline(fs, f, '|');) fields.push_back(f);
+        fields.resize(4);
+        if (fields[3] == "Li2018" || fields[1].rfind("testing_", 0) == 0) continue;
+        Case c{fields[0], fields[1], {}, fields[3] == "Alcop", false, -1, 0, 0};
+        c.hazards = false;
+        std::stringstream ps(fields[2]);
+        for (std::string p; ps >> p;) {
+            const size_t eq = p.find('=');
+            c.params[p.substr(0, eq)] = p.substr(eq + 1);
+            c.tensor_cores = c.tensor_cores || p == "type=f16" || p == "type=bf16";
+        }
+        if (auto f = benchmark_figures().find(c.name); f != benchmark_figures().end()) {
+            c.ceiling = f->second.ceiling;
+            c.edges_ceiling = f->second.edges_ceiling;
+            c.budget = f->second.budget;
+            c.known_conflicts = f->second.known_conflicts;
+            c.why_conflicts = f->second.why_conflicts;
+            c.unrolled = f->second.unrolled;
+        }
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+TEST(BenchmarkKernels, EachHasItsFigures) {
+    const std::vector<Case> cases = benchmark_cases();
+    EXPECT_GE(cases.size(), 20u) << "read from " << ALCOP_BENCH_CUDA_KERNELS;
+    for (const Case &c : cases) {
+        EXPECT_GE(c.ceiling, 0) << c.name << " (" << c.generator << "): no figures in benchmark_figures()";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Benchmark, KernelsUsersGet, ::testing::ValuesIn(benchmark_cases()),
+                         [](const auto &info) { return info.param.name; });
 
 }  // namespace
 
