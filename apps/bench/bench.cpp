@@ -35,6 +35,7 @@
 #include "model/GpuSpec.h"
 
 #ifdef ALCOP_BENCH_CUDA
+#include "CudaOptInRecording.h"
 #include "alcop/CudaOptIn.h"
 #include "autoscheduled_predictions.h"
 #include "bmm_cuda_auto.h"

@@ -1,4 +1,5 @@
 #include "alcop/CudaOptIn.h"
+#include "CudaOptInRecording.h"
 
 #include <algorithm>
 #include <atomic>

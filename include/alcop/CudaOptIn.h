@@ -20,30 +20,13 @@
 // weak: linking CudaOptIn.cpp replaces it with one that hands out the driver's own functions,
 // except those two. The model (model::RuntimeLimits::OptIn) and the autoscheduler
 // (ALCOP_AUTOSCHEDULER_LIMITS=optin) may assume the lifted limits only for apps that link it.
+// An app calls nothing: linking HalideAlcop::cuda_opt_in is the whole opt-in. (What it records
+// of the launches, for the benchmark and the tests, is apps/common/CudaOptInRecording.h.)
 
 namespace alcop::apps {
 
 /** The driver library loaded: ALCOP_LIBCUDA if set (tests), else libcuda.so.1 / libcuda.so. */
 void *cuda_driver();
-
-/** Launches whose dynamic shared memory needed the opt-in, since the program started. */
-int opted_in_launches();
-
-/** The register cap the runtime last asked for and was dropped (64 in Halide 14), 0 if none. */
-int dropped_register_cap();
-
-/** What the kernels launched while recording hold, as the driver reports it. */
-struct KernelResources {
-    int launches = 0;
-    int max_registers = 0;       // per thread
-    int max_local_bytes = 0;     // per thread: spills and local arrays (0 when none)
-    int max_dynamic_shared = 0;  // bytes per block
-};
-
-/** Starts (clearing what was recorded) or stops recording the launched kernels' resources:
- * three driver queries per launch, so leave it off while timing. */
-void record_kernel_resources(bool on);
-KernelResources recorded_kernel_resources();
 
 }  // namespace alcop::apps
 

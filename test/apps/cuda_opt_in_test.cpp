@@ -3,6 +3,7 @@
 // limit first, and modules load without the runtime's 64-register cap. The driver is a fake
 // (fake_cuda_driver.cpp) that records its calls.
 
+#include "CudaOptInRecording.h"
 #include "alcop/CudaOptIn.h"
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
