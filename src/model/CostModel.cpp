@@ -66,8 +66,22 @@ int barriers_per_iteration(int smem_stages) {
 // barriers (one BAR.SYNC each, added per iteration below): the k loop's
 // increment/compare/branch, address increments of the two global pointers and
 // the ring slots, cp.async commit and wait. (Until the barriers were counted
-// as emitted, this was 16 with two barriers in it.)
+// as emitted, this was 16 with two barriers in it.) The main-loop report
+// (docs/mainloop.md) counts the 64x64x8 4x4 S3 GEMM's loop at 202 instructions, the model 185
+// with this: 8% under. An unpipelined loop (S = 1) computes its synchronous copies' clamped
+// addresses every iteration: 49 (fitted to the report's 224 for the same GEMM at S1).
 constexpr int kLoopOverheadInstructions = 14;
+constexpr int kUnpipelinedLoopOverheadInstructions = 49;
+
+// The same for the tensor-core kernels, as the main-loop report counts their steady-state
+// loops (docs/mainloop.md; fitted on 2026-12-04 to the pass's GEMM and batched-matmul kernels:
+// 89 at 128x128x32 w64x64 with 16 ldmatrix a chunk, 51 at 128x128x16 w32x64 with 6, 43 at
+// 64x64x16 w32x32 with 4): per chunk of a pipelined loop the slots' indices, the copies'
+// addresses, commit and wait, and per ldmatrix the row address of its fragment (B's .trans
+// rows each take a 64-bit add; A's share one). Model.IssueFollowsTheMainLoopReport
+// (test/ptx/main_loop_test.cpp) holds it within 15% of the report for the benchmark's kernels.
+constexpr double kTensorCorePipelinedChunkOverhead = 27;
+constexpr double kTensorCoreOverheadPerLdmatrix = 4;
 
 // Shared memory serves one 128-byte wavefront (32 banks x 4 bytes) per cycle.
 constexpr double kSmemBytesPerCycle = 128;
@@ -175,8 +189,8 @@ void simt_terms(const Schedule &s, const GpuSpec &gpu, bool async, int barriers,
     // vector; a synchronous or register-staged copy is a load and a store) and
     // the loop's own overhead; one instruction per cycle per scheduler.
     const int copy_instructions = s.copy_vectors_per_thread_per_stage() * (async ? 1 : 2);
-    it.issue_per_warp =
-        double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions + kLoopOverheadInstructions + barriers;
+    const int overhead = s.smem_stages >= 2 ? kLoopOverheadInstructions : kUnpipelinedLoopOverheadInstructions;
+    it.issue_per_warp = double(s.kt) * (tile_fmas + lds_a + lds_b) + copy_instructions + overhead + barriers;
     // One warp's own dependence chain per k step: with one register slot it
     // must wait for its fragment loads before its FMAs; with two it loads the
     // next k step's fragments while computing this one.
@@ -204,8 +218,9 @@ void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, 
     // wavefronts; the stage's copies store its bytes, shared out over the warps.
     it.smem_per_warp = steps * ldmatrix * kLdmatrixWavefronts + s.bytes_per_stage() / (kSmemBytesPerCycle * it.warps);
     // Issue: the mma.sync and ldmatrix, one 16-byte cp.async per 8 halves, the loop overhead.
-    it.issue_per_warp =
-        steps * (tiles + ldmatrix) + s.copy_vectors_per_thread_per_stage() + kLoopOverheadInstructions + barriers;
+    const double overhead = (s.smem_stages >= 2 ? kTensorCorePipelinedChunkOverhead : 0) +
+                            kTensorCoreOverheadPerLdmatrix * steps * ldmatrix;
+    it.issue_per_warp = steps * (tiles + ldmatrix) + s.copy_vectors_per_thread_per_stage() + overhead + barriers;
     it.chain = steps * tensor_core_step_cycles(s, gpu, mma_flops);
     // C: each lane's accumulators as pairs (8-byte stores).
     it.c_stores = double(ceil_div(kAccumulatorsPerTile * tiles, kAccumulatorsPerStore));
@@ -698,6 +713,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     r.fma_cycles = busiest * it.fma_per_warp;
     r.smem_cycles = warps * it.smem_per_warp;
     r.issue_cycles = busiest * it.issue_per_warp;
+    r.issue_per_warp = it.issue_per_warp;
     r.warp_chain_cycles = it.chain;
 
     // --- Waves of blocks. ---

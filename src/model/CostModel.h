@@ -314,6 +314,9 @@ struct Prediction {
     // The throughput terms of one block's iteration and the per-warp chain. With tensor cores
     // fma_cycles is the time of the mma.sync on the tensor cores.
     double fma_cycles = 0, smem_cycles = 0, issue_cycles = 0, warp_chain_cycles = 0;
+    /** The instructions one warp issues per iteration, counted as the main-loop report counts
+     * a kernel's (analysis/MainLoop.h, but for the retyping moves it leaves out). */
+    double issue_per_warp = 0;
     /** Main-loop time per iteration (of a full wave) during which the SM's
      * compute waits for tiles. Zero means the stages hide the loads. */
     double exposed_load_cycles = 0;

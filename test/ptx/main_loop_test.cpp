@@ -11,16 +11,20 @@
 
 #include "Halide.h"
 
+#include "ContractionSchedule.h"
 #include "KernelSource.h"
 #include "analysis/BankConflicts.h"
 #include "analysis/MainLoop.h"
 #include "analysis/PipelineHazards.h"
 #include "autoscheduler/AlcopAutoscheduler.h"
 #include "directive/Requests.h"
+#include "model/CostModel.h"
+#include "model/GpuSpec.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
@@ -437,6 +441,61 @@ TEST(BenchmarkKernels, EachHasItsFigures) {
 
 INSTANTIATE_TEST_SUITE_P(Benchmark, KernelsUsersGet, ::testing::ValuesIn(benchmark_cases()),
                          [](const auto &info) { return info.param.name; });
+
+/** The model's schedule of a hand-written gemm or bmm build: its parameters over the
+ * generators' defaults (ContractionSchedule.h). */
+alcop::model::Schedule schedule_of(const Case &c) {
+    auto param = [&](const std::string &name, int fallback) {
+        auto it = c.params.find(name);
+        return it == c.params.end() ? fallback : std::stoi(it->second.string_value);
+    };
+    using alcop_generators::Operands;
+    const Operands type = c.tensor_cores ? (c.params.at("type").string_value == "bf16" ? Operands::BF16 : Operands::F16) :
+                                           Operands::F32;
+    const alcop_generators::ContractionShape shape =
+        alcop_generators::with_defaults(type, param("block_m", 0), param("block_n", 0), param("tile_k", 0),
+                                        param("stages", 0), param("stages_b", 0), param("register_stages", 0));
+    alcop::model::Schedule s;
+    s.bm = shape.block_m, s.bn = shape.block_n, s.kt = shape.tile_k;
+    s.tm = c.tensor_cores ? param("warp_m", 64) : param("thread_m", 4);
+    s.tn = c.tensor_cores ? param("warp_n", 64) : param("thread_n", 4);
+    s.smem_stages = shape.stages;
+    s.reg_stages = std::max(1, shape.register_stages);
+    s.tensor_cores = c.tensor_cores;
+    return s;
+}
+
+// The model's instructions per warp and iteration (model/CostModel.h, Prediction::issue_per_warp)
+// against the main-loop report's count of the same loop, for the benchmark's hand-written GEMM
+// and batched-matmul kernels (the convolutions' im2col addressing is not in the model; the
+// plugin's choices are checked through the same schedules): within 15%.
+TEST(Model, IssueFollowsTheMainLoopReport) {
+    int checked = 0;
+    for (const Case &c : benchmark_cases()) {
+        if (c.auto_schedule || (c.generator != "gemm" && c.generator != "bmm")) continue;
+        const std::vector<MainLoopReport> loops =
+            alcop::main_loops(build(c.generator, c.params, c.auto_schedule, false).ptx);
+        ASSERT_FALSE(loops.empty()) << c.name;
+        const MainLoopReport &main = loops[0];
+        const double counted = main.instructions - main.retyping_moves;
+        const alcop::model::Schedule s = schedule_of(c);
+        const alcop::model::Problem p = alcop::model::make_gemm(
+            2048, 2048, 2048,
+            !c.tensor_cores ? alcop::model::Element::F32 :
+                              (c.params.at("type").string_value == "bf16" ? alcop::model::Element::BF16 :
+                                                                            alcop::model::Element::F16));
+        alcop::model::ModelOptions options;
+        options.limits = alcop::model::RuntimeLimits::OptIn;
+        const alcop::model::Prediction r = alcop::model::predict(p, s, *alcop::model::find_gpu("H200"), options);
+        ASSERT_TRUE(r.feasible) << c.name << " " << s.to_string() << ": " << r.reason;
+        const double error = (r.issue_per_warp - counted) / counted;
+        std::cout << c.name << " (" << s.to_string() << "): model " << r.issue_per_warp << ", report " << counted
+                  << " (" << std::lround(100 * error) << "%)\n";
+        EXPECT_LE(std::abs(error), 0.15) << c.name;
+        checked++;
+    }
+    EXPECT_GE(checked, 10);
+}
 
 }  // namespace
 
