@@ -54,7 +54,10 @@ ElementAddress element_address(const Value *p, const DataLayout &dl) {
 }
 
 std::optional<IndexTerms> index_terms(const ElementAddress &a, const DataLayout &dl) {
-    const auto *sum = a.index && a.signed_index ? dyn_cast<BinaryOperator>(a.index) : nullptr;
+    // address_by_terms steps in iN of the scale: exact where that is 1 to 16 bytes, a power of
+    // two (an iN of another size may be allocated rounded up).
+    const bool stepped_exactly = a.scale >= 1 && a.scale <= 16 && (a.scale & (a.scale - 1)) == 0;
+    const auto *sum = a.index && a.signed_index && stepped_exactly ? dyn_cast<BinaryOperator>(a.index) : nullptr;
     if (!sum || !a.base->getType()->isPointerTy() || isa<Constant>(sum->getOperand(0)) ||
         isa<Constant>(sum->getOperand(1))) {
         return std::nullopt;

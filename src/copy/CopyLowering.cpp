@@ -217,12 +217,9 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
             return ModulusRemainder(a.modulus / (4 / eb), a.remainder / (4 / eb));
         };
         const Type quad = UInt(32, 4);
-        Expr load_words = words(load->index);
-        if (Expr divided = divided_by_terms(load->index.as<Ramp>()->base, bytes / eb, 4 / eb, load->param,
-                                                   load->alignment);
-            divided.defined()) {
-            load_words = Ramp::make(divided, 1, 4);
-        }
+        const Expr divided =
+            divided_by_terms(load->index.as<Ramp>()->base, bytes / eb, 4 / eb, load->param, load->alignment);
+        const Expr load_words = divided.defined() ? Ramp::make(divided, 1, 4) : words(load->index);
         source = reinterpret(bits, Load::make(quad, load->name, load_words, load->image, load->param, const_true(4),
                                               word_alignment(load->alignment)));
         marker = Call::make(bits, marker.as<Call>()->name, {source, src_bytes}, Call::Extern);

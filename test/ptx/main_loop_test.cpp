@@ -5,6 +5,9 @@
 // analyzed and free of bank conflicts (src/analysis/BankConflicts.h), tensor-core operand tiles
 // swizzled, and its instructions beside the work within the kernel family's ceiling.
 //
+// Then every kernel of ours that the CUDA benchmark builds (apps/bench lists them), each with
+// its own figures, and the model's instructions per iteration against the report's count.
+//
 // The ceilings are today's figures, so that a change that makes a main loop heavier fails
 // here; the budgets the project aims at (CUTLASS's 1.78 per mma.sync at the same tiles, counted
 // the same way: docs/mainloop.md) are printed beside them.
@@ -23,8 +26,8 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
