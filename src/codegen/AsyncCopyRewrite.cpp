@@ -53,6 +53,7 @@
 #include "codegen/TensorCoreRewrite.h"
 #include "codegen/ValueMatch.h"
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
@@ -586,6 +587,7 @@ private:
         }
         // Each group is handled once, when its first call is met; the rest are skipped.
         SmallPtrSet<CallInst *, 32> done;
+        SmallVector<CallInst *, 32> issued;  // the cp.async the copies became
         for (CallInst *call : copies) {
             if (done.count(call)) {
                 continue;
@@ -597,7 +599,7 @@ private:
                 raw_string_ostream os(what);
                 os << g.lanes.size() << " x " << *call->getType();
             }
-            std::string why = rewrite_copy(g);
+            std::string why = rewrite_copy(g, issued);
             if (!why.empty()) {
                 make_synchronous(g);
             }
@@ -609,27 +611,32 @@ private:
         for (CallInst *call : groups) {
             rewrite_group_call(call);
         }
-        step_source_addresses(f);
+        step_source_addresses(issued);
         return true;
     }
 
     /** The cp.async of a block whose global addresses share one term of their index (the
      * chunk's offset along K) and differ in the other (each copy's row): each address then
      * steps from a pointer of the copy's own, computed before the loop (AddressTerms.h). */
-    void step_source_addresses(Function &f) {
-        const DataLayout &dl = f.getParent()->getDataLayout();
-        for (BasicBlock &bb : f) {
+    static void step_source_addresses(ArrayRef<CallInst *> issued) {
+        // By block, in the order the copies were issued (so the IR built does not depend on
+        // where the blocks lie in memory).
+        SmallVector<std::pair<BasicBlock *, SmallVector<CallInst *, 16>>, 4> by_block;
+        for (CallInst *call : issued) {
+            auto it = std::find_if(by_block.begin(), by_block.end(),
+                                   [&](const auto &b) { return b.first == call->getParent(); });
+            if (it == by_block.end()) it = by_block.insert(by_block.end(), {call->getParent(), {}});
+            it->second.push_back(call);
+        }
+        for (const auto &[block, calls] : by_block) {
+            const DataLayout &dl = block->getModule()->getDataLayout();
             SmallVector<std::pair<CallInst *, ElementAddress>, 16> asyncs;
             SmallVector<std::optional<IndexTerms>, 16> terms;
-            for (Instruction &i : bb) {
-                auto *call = dyn_cast<CallInst>(&i);
-                auto *source = call && call->isInlineAsm() && call->arg_size() == 3 ?
-                                   dyn_cast<PtrToIntInst>(call->getArgOperand(1)) :
-                                   nullptr;
-                if (source && cast<InlineAsm>(call->getCalledOperand())->getAsmString().rfind("cp.async.", 0) == 0) {
-                    asyncs.push_back({call, element_address(source->getPointerOperand(), dl)});
-                    terms.push_back(index_terms(asyncs.back().second, dl));
-                }
+            for (CallInst *call : calls) {
+                // emit_cp_async's source operand: ptrtoint of the copy's global address.
+                const Value *source = cast<PtrToIntInst>(call->getArgOperand(1))->getPointerOperand();
+                asyncs.push_back({call, element_address(source, dl)});
+                terms.push_back(index_terms(asyncs.back().second, dl));
             }
             for (size_t c = 0; c < asyncs.size(); c++) {
                 if (!shares_one_term(terms, c)) {
@@ -677,8 +684,9 @@ private:
         call->eraseFromParent();
     }
 
-    // Rewrites one copy into cp.async. Returns why it cannot be, leaving the IR untouched.
-    static std::string rewrite_copy(CopyGroup &g) {
+    // Rewrites one copy into cp.async, appended to `issued`. Returns why it cannot be, leaving
+    // the IR untouched.
+    static std::string rewrite_copy(CopyGroup &g, SmallVectorImpl<CallInst *> &issued) {
         if (!g.assembled) {
             return "the calls do not assemble one vector lane by lane";
         }
@@ -783,7 +791,7 @@ private:
             }
         }
 
-        emit_cp_async(end, dst->getPointerOperand(), src->getPointerOperand(), size, src_bytes);
+        issued.push_back(emit_cp_async(end, dst->getPointerOperand(), src->getPointerOperand(), size, src_bytes));
 
         // Remove the synchronous copy: stores, the value chain, the calls and, if nothing
         // else reads them, the loads (and the address arithmetic only they used).
@@ -806,7 +814,7 @@ private:
         return "";
     }
 
-    static void emit_cp_async(Instruction *before, Value *dst, Value *src, uint64_t size, Value *src_bytes) {
+    static CallInst *emit_cp_async(Instruction *before, Value *dst, Value *src, uint64_t size, Value *src_bytes) {
         IRBuilder<> b(before);
         // The shared address as a 32-bit offset into the shared window, the global one as 64 bits.
         auto as_i8_pointer = [&](Value *p, unsigned space) {
@@ -821,7 +829,7 @@ private:
         std::string text = std::string("cp.async.") + (size == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
                            std::to_string(size) + ", $2;";
         auto *type = FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
-        b.CreateCall(InlineAsm::get(type, text, "r,l,r,~{memory}", /*hasSideEffects*/ true), {d, s, n});
+        return b.CreateCall(InlineAsm::get(type, text, "r,l,r,~{memory}", /*hasSideEffects*/ true), {d, s, n});
     }
 };
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -34,6 +35,18 @@ inline std::string of(const Halide::Module &m) {
 }
 
 /** The device code of the registered generator `generator` built for `target` with `params`. */
+/** `params` with the `key=value` words of `text` (a variant's PARAMS as CMake lists them,
+ * space-separated) added, each replacing what was there. */
+inline Halide::Internal::GeneratorParamsMap with_params(Halide::Internal::GeneratorParamsMap params,
+                                                        const std::string &text) {
+    std::istringstream in(text);
+    for (std::string kv; in >> kv;) {
+        const size_t eq = kv.find('=');
+        params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return params;
+}
+
 inline std::string of_generator(const std::string &generator, const std::string &target,
                                 const Halide::Internal::GeneratorParamsMap &params) {
     auto gen = Halide::Internal::GeneratorRegistry::create(generator, Halide::GeneratorContext(Halide::Target(target)));

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 namespace {
@@ -143,8 +142,7 @@ TEST(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
         SCOPED_TRACE(k.name);
         Internal::GeneratorParamsMap params{{"type", "f16"}, {"out_type", "f16"}};
         if (std::string(k.generator) == "gemm" || std::string(k.generator) == "bmm") params["limits"] = "optin";
-        std::istringstream in(k.params);
-        for (std::string p; in >> p;) params[p.substr(0, p.find('='))] = p.substr(p.find('=') + 1);
+        params = kernel_source::with_params(params, k.params);
         const std::string ptx = kernel_source::of_generator(k.generator, sm80, params);
         ASSERT_FALSE(ptx.empty());
         EXPECT_EQ(count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot"), 0);

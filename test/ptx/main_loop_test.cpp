@@ -201,21 +201,31 @@ Kernels build(const std::string &generator, Internal::GeneratorParamsMap params,
     return k;
 }
 
-struct Case {
-    std::string name, generator;
-    Internal::GeneratorParamsMap params;
-    bool auto_schedule;
-    bool tensor_cores;
+/** What a kernel is held to. */
+struct Figures {
     double ceiling;  ///< instructions beside each work instruction in the first kernel's loop, today
     double budget;   ///< what the project aims at (issue 26), printed
     /** The same for every other kernel (the generic branch of a specialization: partial
      * tiles); 0: there is no other. */
     double edges_ceiling;
-    /** Bank conflicts a kernel may have, known, and why; 0 for every other case. */
-    int known_conflicts = 0;
-    std::string why_conflicts;
+    /** Bank conflicts of each kernel, in order, that are known (one value: every kernel's; none:
+     * 0), and why. */
+    std::vector<int> known_conflicts = {};
+    std::string why_conflicts = "";
     /** The whole-tile kernel has no loop: LLVM unrolled its few chunks (then nothing to count). */
     bool unrolled = false;
+
+    int conflicts_of(size_t kernel) const {
+        return known_conflicts.empty() ? 0 : known_conflicts[std::min(kernel, known_conflicts.size() - 1)];
+    }
+};
+
+struct Case {
+    std::string name, generator;
+    Internal::GeneratorParamsMap params;
+    bool auto_schedule;
+    bool tensor_cores;
+    Figures figures;
     /** Run the hazard check too (the benchmark's list leaves it to the kernel families above and
      * test/tensorcore: its plugin builds are specialized on sizes the check does not run). */
     bool hazards = true;
@@ -229,6 +239,7 @@ class KernelsUsersGet : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     const Case c = GetParam();
+    const Figures &f = c.figures;
     const Kernels k = build(c.generator, c.params, c.auto_schedule, c.hazards);
     ASSERT_FALSE(k.ptx.empty());
     const std::vector<MainLoopReport> loops = alcop::main_loops(k.ptx);
@@ -236,18 +247,18 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     for (size_t i = 0; i < loops.size(); i++) {
         const MainLoopReport &r = loops[i];
         std::cout << alcop::to_string(r) << "\n";
-        const bool loop = !(c.unrolled && i == 0);
+        const bool loop = !(f.unrolled && i == 0);
         EXPECT_EQ(r.found, loop) << r.kernel;
         EXPECT_EQ(r.tensor_cores, c.tensor_cores && loop) << r.kernel;
     }
     // The first kernel is the one of the whole tiles (the others handle the edges).
     const MainLoopReport &main = loops[0];
     std::cout << c.name << ": " << main.overhead_per_work() << " instructions per " << (c.tensor_cores ? "mma" : "fma")
-              << " beside it (ceiling " << c.ceiling << ", budget " << c.budget << ")\n";
-    EXPECT_LE(main.overhead_per_work(), c.ceiling) << alcop::to_string(main);
-    EXPECT_EQ(loops.size() > 1, c.edges_ceiling > 0) << loops.size() << " kernels";
+              << " beside it (ceiling " << f.ceiling << ", budget " << f.budget << ")\n";
+    EXPECT_LE(main.overhead_per_work(), f.ceiling) << alcop::to_string(main);
+    EXPECT_EQ(loops.size() > 1, f.edges_ceiling > 0) << loops.size() << " kernels";
     for (size_t i = 1; i < loops.size(); i++) {
-        EXPECT_LE(loops[i].overhead_per_work(), c.edges_ceiling) << alcop::to_string(loops[i]);
+        EXPECT_LE(loops[i].overhead_per_work(), f.edges_ceiling) << alcop::to_string(loops[i]);
     }
     EXPECT_EQ(kernel_source::count(k.ptx, "ld.local") + kernel_source::count(k.ptx, "st.local"), 0)
         << "a register array went to local memory";
@@ -258,12 +269,13 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
         }
     }
     ASSERT_FALSE(k.banks.empty()) << "no kernel after the pass";
-    for (const alcop::KernelBankConflicts &b : k.banks) {
+    for (size_t i = 0; i < k.banks.size(); i++) {
+        const alcop::KernelBankConflicts &b = k.banks[i];
         std::cout << "kernel " << b.kernel << ": bank conflicts: " << b.conflicts() << " (" << b.accesses.size()
                   << " accesses, " << b.unanalyzed << " unanalyzed)\n";
         EXPECT_FALSE(b.accesses.empty()) << b.kernel;
         EXPECT_EQ(b.unanalyzed, 0) << b.kernel;
-        EXPECT_LE(b.conflicts(), c.known_conflicts) << b.kernel << (c.known_conflicts ? ": " + c.why_conflicts : "");
+        EXPECT_EQ(b.conflicts(), f.conflicts_of(i)) << b.kernel << (f.conflicts_of(i) ? ": " + f.why_conflicts : "");
     }
     // No read-after-write or write-after-read hazard on shared memory (analysis/PipelineHazards.h),
     // every kernel run at one size at least (a specialization's branches at the sizes that
@@ -310,7 +322,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 7.82, 2.5, 0},
                       // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
                       // tile's operands straight from shared memory, 4 bytes a lane.
-                      Case{"gemm_f32_s3", "gemm", {{"stages", "3"}}, false, false, 0.58, 0.3, 0, 256,
+                      Case{"gemm_f32_s3", "gemm", {{"stages", "3"}}, false, false, 0.58, 0.3, 0, {256},
                            "A's reads of two rows of threads 128 bytes apart and B's reads 16 bytes apart "
                            "per lane are 2-way; a window swizzle of A would save 128 wavefronts for a map on "
                            "131 accesses, more issue slots than it saves (register_stages >= 1 reads them "
@@ -342,13 +354,6 @@ INSTANTIATE_TEST_SUITE_P(
 // variants alcop_bench_cuda links, with their generators and parameters), rebuilt here from
 // that list, each held to its own figures below. A kernel added to the benchmark without figures
 // fails BenchmarkKernels.EachHasItsFigures with what it measures.
-struct Figures {
-    double ceiling, edges_ceiling, budget;
-    int known_conflicts = 0;
-    std::string why_conflicts;
-    bool unrolled = false;
-};
-
 const std::string plugin_conv_conflicts =
     "the plugin reads a convolution's fp32 tiles straight from shared memory (register fragments "
     "only for one M dimension: uses_fragments, src/autoscheduler/ContractionSchedule.cpp): A's rows of "
@@ -359,46 +364,53 @@ const std::string f32_conflicts =
 
 const std::map<std::string, Figures> &benchmark_figures() {
     static const std::map<std::string, Figures> figures{
-        {"gemm_cuda_s1", {0.75, 0, 0.3, 256, f32_conflicts}},
-        {"bmm_cuda_s1", {0.75, 0, 0.3, 256, f32_conflicts}},
-        {"conv_cuda_s1", {1, 0, 0.3, 256, f32_conflicts}},
-        {"gemm_cuda_s3", {0.58, 0, 0.3, 256, f32_conflicts}},
-        {"bmm_cuda_s3", {0.58, 0, 0.3, 256, f32_conflicts}},
-        {"conv_cuda_s3", {1.28, 0, 0.3, 256, f32_conflicts}},
-        {"tc_gemm_cuda_f16_s1", {1.46, 4.9, 2.0}},
-        {"tc_bmm_cuda_f16_s1", {1.52, 4.96, 2.5}},
-        {"tc_conv_cuda_f16_s1", {7.19, 0, 2.5}},
-        {"tc_gemm_cuda_f16_s3", {1.79, 2.23, 2.0}},
-        {"tc_bmm_cuda_f16_s3", {1.79, 2.23, 2.5}},
-        {"tc_conv_cuda_f16_s3", {7.82, 0, 2.5}},
-        {"tc_gemm_cuda_f16_s4", {1.6, 2.04, 2.0}},
-        {"tc_gemm_cuda_bf16_s1", {1.46, 3.9, 2.0}},
-        {"tc_bmm_cuda_bf16_s1", {1.52, 3.96, 2.5}},
-        {"tc_conv_cuda_bf16_s1", {6.19, 0, 2.5}},
-        {"tc_gemm_cuda_bf16_s3", {1.79, 2.23, 2.0}},
-        {"tc_bmm_cuda_bf16_s3", {1.79, 2.23, 2.5}},
-        {"tc_conv_cuda_bf16_s3", {7.82, 0, 2.5}},
-        {"tc_gemm_cuda_bf16_s4", {1.6, 2.04, 2.0}},
-        {"gemm_cuda_deep", {0.29, 0, 0.3}},
-        {"gemm_cuda_auto", {0.25, 0.4, 0.3}},
-        {"gemm_cuda_auto_c1", {0.25, 0.4, 0.3}},
-        {"gemm_cuda_auto_c2", {0.25, 0.45, 0.3}},
-        {"gemm_cuda_auto_c3", {0.28, 0.41, 0.3}},
-        {"bmm_cuda_auto", {0.35, 0.67, 0.3}},
-        {"conv_cuda_auto", {0.26, 1.01, 0.3, 4096, plugin_conv_conflicts}},
-        {"bmm_cuda_auto_pv", {0.43, 0.9, 0.3}},
-        {"conv_cuda_auto_14", {0.42, 1.37, 0.3, 2048, plugin_conv_conflicts}},
-        {"gemm_cuda_auto_k2047", {0.39, 0, 0.3}},
-        {"gemm_cuda_auto_f16", {3.75, 7.51, 2.5}},
-        {"bmm_cuda_auto_f16", {6.25, 13.26, 2.5}},
-        {"conv_cuda_auto_f16", {9.5, 19.63, 2.5}},
-        {"conv_cuda_auto_14_f16", {32.5, 66.51, 2.5}},
-        {"gemm_cuda_auto_bf16", {3.75, 7.51, 2.5}},
-        {"bmm_cuda_auto_bf16", {0, 13.26, 2.5, 0, "", true}},
-        {"conv_cuda_auto_bf16", {9.5, 19.63, 2.5}},
-        {"conv_cuda_auto_14_bf16", {32.5, 66.51, 2.5}},
+        {"gemm_cuda_s1", {0.75, 0.3, 0, {256}, f32_conflicts}},
+        {"bmm_cuda_s1", {0.75, 0.3, 0, {256}, f32_conflicts}},
+        {"conv_cuda_s1", {1, 0.3, 0, {256}, f32_conflicts}},
+        {"gemm_cuda_s3", {0.58, 0.3, 0, {256}, f32_conflicts}},
+        {"bmm_cuda_s3", {0.58, 0.3, 0, {256}, f32_conflicts}},
+        {"conv_cuda_s3", {1.28, 0.3, 0, {256}, f32_conflicts}},
+        {"tc_gemm_cuda_f16_s1", {1.46, 2.0, 4.9}},
+        {"tc_bmm_cuda_f16_s1", {1.52, 2.5, 4.96}},
+        {"tc_conv_cuda_f16_s1", {7.19, 2.5, 0}},
+        {"tc_gemm_cuda_f16_s3", {1.79, 2.0, 2.23}},
+        {"tc_bmm_cuda_f16_s3", {1.79, 2.5, 2.23}},
+        {"tc_conv_cuda_f16_s3", {7.82, 2.5, 0}},
+        {"tc_gemm_cuda_f16_s4", {1.6, 2.0, 2.04}},
+        {"tc_gemm_cuda_bf16_s1", {1.46, 2.0, 3.9}},
+        {"tc_bmm_cuda_bf16_s1", {1.52, 2.5, 3.96}},
+        {"tc_conv_cuda_bf16_s1", {6.19, 2.5, 0}},
+        {"tc_gemm_cuda_bf16_s3", {1.79, 2.0, 2.23}},
+        {"tc_bmm_cuda_bf16_s3", {1.79, 2.5, 2.23}},
+        {"tc_conv_cuda_bf16_s3", {7.82, 2.5, 0}},
+        {"tc_gemm_cuda_bf16_s4", {1.6, 2.0, 2.04}},
+        {"gemm_cuda_deep", {0.29, 0.3, 0}},
+        {"gemm_cuda_auto", {0.25, 0.3, 0.4}},
+        {"gemm_cuda_auto_c1", {0.25, 0.3, 0.4}},
+        {"gemm_cuda_auto_c2", {0.25, 0.3, 0.45}},
+        {"gemm_cuda_auto_c3", {0.28, 0.3, 0.41}},
+        {"bmm_cuda_auto", {0.35, 0.3, 0.67}},
+        {"conv_cuda_auto", {0.26, 0.3, 1.01, {4096}, plugin_conv_conflicts}},
+        {"bmm_cuda_auto_pv", {0.43, 0.3, 0.9}},
+        {"conv_cuda_auto_14", {0.42, 0.3, 1.37, {2048, 1024}, plugin_conv_conflicts}},
+        {"gemm_cuda_auto_k2047", {0.39, 0.3, 0}},
+        {"gemm_cuda_auto_f16", {3.75, 2.5, 7.51}},
+        {"bmm_cuda_auto_f16", {6.25, 2.5, 13.26}},
+        {"conv_cuda_auto_f16", {9.5, 2.5, 19.63}},
+        {"conv_cuda_auto_14_f16", {32.5, 2.5, 66.51}},
+        {"gemm_cuda_auto_bf16", {3.75, 2.5, 7.51}},
+        {"bmm_cuda_auto_bf16", {0, 2.5, 13.26, {}, "", true}},
+        {"conv_cuda_auto_bf16", {9.5, 2.5, 19.63}},
+        {"conv_cuda_auto_14_bf16", {32.5, 2.5, 66.51}},
     };
     return figures;
+}
+
+/** The element type of a build's operands, from its `type` parameter (f32 without one). */
+alcop_generators::Operands operands_of(const Case &c) {
+    const auto type = c.params.find("type");
+    return type == c.params.end() ? alcop_generators::Operands::F32 :
+                                    alcop_generators::operand_type_names().at(type->second.string_value);
 }
 
 /** The benchmark's variants (name|generator|params|autoscheduler a line), but for Halide's
@@ -413,22 +425,10 @@ std::vector<Case> benchmark_cases() {
         for (std::string f; std::getline(fs, f, '|');) fields.push_back(f);
         fields.resize(4);
         if (fields[3] == "Li2018" || fields[1].rfind("testing_", 0) == 0) continue;
-        Case c{fields[0], fields[1], {}, fields[3] == "Alcop", false, -1, 0, 0};
+        Case c{fields[0], fields[1], kernel_source::with_params({}, fields[2]), fields[3] == "Alcop", false, {-1, 0, 0}};
+        c.tensor_cores = operands_of(c) != alcop_generators::Operands::F32;
         c.hazards = false;
-        std::stringstream ps(fields[2]);
-        for (std::string p; ps >> p;) {
-            const size_t eq = p.find('=');
-            c.params[p.substr(0, eq)] = p.substr(eq + 1);
-            c.tensor_cores = c.tensor_cores || p == "type=f16" || p == "type=bf16";
-        }
-        if (auto f = benchmark_figures().find(c.name); f != benchmark_figures().end()) {
-            c.ceiling = f->second.ceiling;
-            c.edges_ceiling = f->second.edges_ceiling;
-            c.budget = f->second.budget;
-            c.known_conflicts = f->second.known_conflicts;
-            c.why_conflicts = f->second.why_conflicts;
-            c.unrolled = f->second.unrolled;
-        }
+        if (auto f = benchmark_figures().find(c.name); f != benchmark_figures().end()) c.figures = f->second;
         cases.push_back(c);
     }
     return cases;
@@ -438,7 +438,7 @@ TEST(BenchmarkKernels, EachHasItsFigures) {
     const std::vector<Case> cases = benchmark_cases();
     EXPECT_GE(cases.size(), 20u) << "read from " << ALCOP_BENCH_CUDA_KERNELS;
     for (const Case &c : cases) {
-        EXPECT_GE(c.ceiling, 0) << c.name << " (" << c.generator << "): no figures in benchmark_figures()";
+        EXPECT_GE(c.figures.ceiling, 0) << c.name << " (" << c.generator << "): no figures in benchmark_figures()";
     }
 }
 
@@ -452,11 +452,8 @@ alcop::model::Schedule schedule_of(const Case &c) {
         auto it = c.params.find(name);
         return it == c.params.end() ? fallback : std::stoi(it->second.string_value);
     };
-    using alcop_generators::Operands;
-    const Operands type = c.tensor_cores ? (c.params.at("type").string_value == "bf16" ? Operands::BF16 : Operands::F16) :
-                                           Operands::F32;
     const alcop_generators::ContractionShape shape =
-        alcop_generators::with_defaults(type, param("block_m", 0), param("block_n", 0), param("tile_k", 0),
+        alcop_generators::with_defaults(operands_of(c), param("block_m", 0), param("block_n", 0), param("tile_k", 0),
                                         param("stages", 0), param("stages_b", 0), param("register_stages", 0));
     alcop::model::Schedule s;
     s.bm = shape.block_m, s.bn = shape.block_n, s.kt = shape.tile_k;
@@ -482,11 +479,12 @@ TEST(Model, IssueFollowsTheMainLoopReport) {
         const MainLoopReport &main = loops[0];
         const double counted = main.instructions - main.retyping_moves;
         const alcop::model::Schedule s = schedule_of(c);
+        const alcop_generators::Operands type = operands_of(c);
         const alcop::model::Problem p = alcop::model::make_gemm(
             2048, 2048, 2048,
-            !c.tensor_cores ? alcop::model::Element::F32 :
-                              (c.params.at("type").string_value == "bf16" ? alcop::model::Element::BF16 :
-                                                                            alcop::model::Element::F16));
+            type == alcop_generators::Operands::F32  ? alcop::model::Element::F32 :
+            type == alcop_generators::Operands::BF16 ? alcop::model::Element::BF16 :
+                                                       alcop::model::Element::F16);
         alcop::model::ModelOptions options;
         options.limits = alcop::model::RuntimeLimits::OptIn;
         const alcop::model::Prediction r = alcop::model::predict(p, s, *alcop::model::find_gpu("H200"), options);
