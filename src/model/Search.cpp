@@ -10,17 +10,74 @@ namespace model {
 
 namespace {
 
-// Deterministic order: predicted time, then the cheaper schedule in shared
-// memory and registers (it leaves more room for whatever else runs), then the
-// schedule's fields so that equal predictions still sort the same way.
-bool faster(const Prediction &a, const Prediction &b) {
-    if (a.total_us != b.total_us) {
-        return a.total_us < b.total_us;
+// Predictions closer than this are one tier of the ranking: well inside what the model can tell
+// apart (its rates are estimates, docs/model.md §14).
+constexpr double kTierWidth = 0.01;
+
+// How busy one iteration keeps the pipes beside the one that binds it (tensor or FMA, shared
+// memory, issue), summed and relative to the binding one: 1 when only one pipe works, 3 when all
+// three are saturated. The model takes the largest term as the time, as if the others overlapped
+// perfectly; they do so less the busier they are, and on tensor cores the instructions beside
+// mma.sync are what keeps it from its rate (docs/mainloop.md).
+double pipe_load(const Prediction &p) {
+    const double busiest = std::max({p.fma_cycles, p.smem_cycles, p.issue_cycles});
+    return busiest > 0 ? (p.fma_cycles + p.smem_cycles + p.issue_cycles) / busiest : 0;
+}
+
+// The key a candidate is ranked by. The predicted time; on tensor cores, the tier of the predicted
+// time first, and within it the candidates bound by the SM's pipes by their pipe load before the
+// others: such loops are often bound by the tensor pipe at one time, whatever their tiles, and
+// among them a k tile of 16 or a small warp tile spends twice the issue slots and shared-memory
+// wavefronts a mma.sync of a larger one does. (Where loads bind, the pipes have slack, and the
+// load would only prefer fewer warps or no pipeline; the FP32 model's issue term binds, so it
+// already tells such loops apart.) Then less shared memory and fewer registers (they leave more
+// room for whatever else runs), then the schedule's fields, so that the order is deterministic.
+struct RankKey {
+    int64_t tier;
+    bool loads_bind;
+    double load, time;
+    std::tuple<int64_t, int, int, int, int, int, int, int, int> cheaper;
+
+    bool operator<(const RankKey &o) const {
+        return std::tie(tier, loads_bind, load, time, cheaper) <
+               std::tie(o.tier, o.loads_bind, o.load, o.time, o.cheaper);
     }
-    const Schedule &x = a.schedule, &y = b.schedule;
-    return std::make_tuple(a.smem_per_block, a.occ.regs_allocated, x.smem_stages, x.reg_stages, x.bm, x.bn, x.kt, x.tm,
-                           x.tn) < std::make_tuple(b.smem_per_block, b.occ.regs_allocated, y.smem_stages, y.reg_stages,
-                                                   y.bm, y.bn, y.kt, y.tm, y.tn);
+};
+
+RankKey rank_key(const Prediction &p, double fastest_us, bool tensor_cores) {
+    const Schedule &s = p.schedule;
+    RankKey k;
+    k.tier = tensor_cores ? static_cast<int64_t>((p.total_us / fastest_us - 1) / kTierWidth) : 0;
+    k.loads_bind = tensor_cores && p.bound != Bound::SmCompute;
+    k.load = tensor_cores && !k.loads_bind ? pipe_load(p) : 0;
+    k.time = p.total_us;
+    k.cheaper = std::make_tuple(p.smem_per_block, p.occ.regs_allocated, s.smem_stages, s.reg_stages, s.bm, s.bn, s.kt,
+                                s.tm, s.tn);
+    return k;
+}
+
+// Sorts `ranked` by rank_key, the first `keep` of it (all with 0).
+void rank(std::vector<Prediction> &ranked, bool tensor_cores, size_t keep) {
+    if (ranked.empty()) {
+        return;
+    }
+    double fastest_us = ranked[0].total_us;
+    for (const Prediction &p : ranked) {
+        fastest_us = std::min(fastest_us, p.total_us);
+    }
+    std::vector<std::pair<RankKey, size_t>> order;
+    order.reserve(ranked.size());
+    for (size_t i = 0; i < ranked.size(); i++) {
+        order.emplace_back(rank_key(ranked[i], fastest_us, tensor_cores), i);
+    }
+    const size_t n = keep > 0 ? std::min(keep, order.size()) : order.size();
+    std::partial_sort(order.begin(), order.begin() + n, order.end());
+    std::vector<Prediction> sorted;
+    sorted.reserve(n);
+    for (size_t i = 0; i < n; i++) {
+        sorted.push_back(std::move(ranked[order[i].second]));
+    }
+    ranked = std::move(sorted);
 }
 
 }  // namespace
@@ -95,12 +152,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     }
     result.feasible = result.ranked.size();
 
-    if (options.keep > 0 && options.keep < result.ranked.size()) {
-        std::partial_sort(result.ranked.begin(), result.ranked.begin() + options.keep, result.ranked.end(), faster);
-        result.ranked.resize(options.keep);
-    } else {
-        std::sort(result.ranked.begin(), result.ranked.end(), faster);
-    }
+    rank(result.ranked, options.space.tensor_cores, options.keep);
 
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -15,8 +15,10 @@
  * space has 19,200 points of which 13,008 are structurally valid), so no
  * pruning heuristics are needed; predict() is constant time.
  *
- * Guarantees: the ranking is deterministic (ties on predicted time are broken
- * by less shared memory, then fewer registers, then the schedule's fields), and
+ * Guarantees: the ranking is deterministic (by predicted time; tensor-core
+ * candidates within 1% of each other, which the model cannot tell apart, by how
+ * busy their other pipes are beside the binding one; ties then broken by less
+ * shared memory, then fewer registers, then the schedule's fields), and
  * every ranked schedule is feasible under the options given. Counts of what was
  * enumerated and why candidates were rejected come back with the ranking, as
  * does the wall time the search took.

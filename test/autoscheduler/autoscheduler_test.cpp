@@ -1047,12 +1047,10 @@ TEST(TensorCoreModel, RegisterEstimateFitsThePluginsKernels) {
     // a schedule it applies needs more than 25% over the model's estimate, the registers its
     // limits were checked with, and the estimate is within 25% of the heaviest kernel. The
     // estimate is fitted to the user's GEMM (RegisterEstimateIsWithinTenPercentOfPtxasOnChosenTilesAndTwentyTwoElsewhere), whose
-    // copy loops are unrolled; the plugin keeps a tensor-core tile's copy rounds a loop. Since
-    // its operand tiles are swizzled (they were left unswizzled before 2026-12-03), the swizzle's
-    // address math takes registers the fit does not count in small warp tiles: fast kernels 113,
-    // 71, 64 for estimates 112, 58, 72 (unswizzled: 96, 48, 56); edge kernels, whose copies of B
-    // are clamped scalars, 128, 64, 80 (126, 48, 72). A refit belongs with the model's
-    // calibration against the main-loop report (docs/mainloop.md).
+    // copy loops are unrolled; the plugin keeps a tensor-core tile's copy rounds a loop, and its
+    // swizzle's address math takes registers the fit does not count in small warp tiles. Whole
+    // tiles: 221, 68, 66 for estimates 230, 55, 70 (128x128x32 w64x64 S2, 32x64x32 w16x32 S5,
+    // 64x64x16 w32x32 S2); edge kernels, whose copies of B are clamped scalars, 216, 64, 78.
 #ifndef ALCOP_PTXAS
     GTEST_SKIP() << "ptxas not found";
 #endif
