@@ -142,19 +142,18 @@ protected:
     }
 
     /** out's schedule: ContractionSchedule.h's tensor-core schedule (f16, bf16) or SIMT one
-     * (f32) of the contraction prod of a_shared and b_shared, chunked by r (r.x within a chunk,
-     * r.y the chunk), with stages_b stages of B, and the pipelines asked for unless
-     * auto_pipeline. */
+     * (f32) of the contraction prod of a_shared and b_shared, in chunks (`streaming`, the loop
+     * the pipelines run across) of `step` (the reduction within a chunk), with stages_b stages
+     * of B, and the pipelines asked for unless auto_pipeline. */
     void schedule_contraction_of(Func out, Func prod, Func a_shared, Func b_shared, Var x, Var y,
-                                 const std::vector<Var> &extra_blocks, const RDom &r,
-                                 const std::vector<Halide::RVar> &outer_reduction, const ContractionShape &shape,
-                                 int stages_b, bool b_k_major = false) {
+                                 const std::vector<Var> &extra_blocks, Halide::RVar step, Halide::RVar streaming,
+                                 const ContractionShape &shape, int stages_b, bool b_k_major = false) {
         if (tensor_cores()) {
-            schedule_tensor_core_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {r.x}, r.y,
-                                             outer_reduction, {shape.block_m, shape.block_n, warp_m, warp_n},
-                                             shape.stages, stages_b, shape.register_stages, !auto_pipeline, b_k_major);
+            schedule_tensor_core_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {step}, streaming,
+                                             {shape.block_m, shape.block_n, warp_m, warp_n}, shape.stages, stages_b,
+                                             shape.register_stages, !auto_pipeline, b_k_major);
         } else {
-            schedule_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {r.x}, r.y, outer_reduction,
+            schedule_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {step}, streaming,
                                  {shape.block_m, shape.block_n, thread_m, thread_n, vector_width}, shape.stages,
                                  stages_b, shape.register_stages, !auto_pipeline, b_k_major);
         }

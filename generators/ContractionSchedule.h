@@ -106,7 +106,7 @@ inline void schedule_staged_copies(Halide::Func prod, Halide::RVar streaming, Ha
 inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Func a_shared, Halide::Func b_shared,
                                  Halide::Var x, Halide::Var y, const std::vector<Halide::Var> &extra_blocks,
                                  const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
-                                 const std::vector<Halide::RVar> &outer_reduction, const ContractionTiles &t,
+                                 const ContractionTiles &t,
                                  int stages_a, int stages_b, int register_stages = 0, bool request_pipelines = true,
                                  bool b_k_major = false) {
     using namespace Halide;
@@ -130,7 +130,6 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
     std::vector<VarOrRVar> order{xr, yr};
     order.insert(order.end(), within_chunk.begin(), within_chunk.end());
     order.insert(order.end(), {tx, ty, streaming});
-    order.insert(order.end(), outer_reduction.begin(), outer_reduction.end());
     Stage update = prod.update();
     update.tile(x, y, tx, ty, xr, yr, t.thread_n, t.thread_m).reorder(order).gpu_threads(tx, ty).unroll(xr).unroll(yr);
     if (register_stages <= 1) {
@@ -297,7 +296,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
                                              Halide::Func b_shared, Halide::Var x, Halide::Var y,
                                              const std::vector<Halide::Var> &extra_blocks,
                                              const std::vector<Halide::RVar> &within_chunk, Halide::RVar streaming,
-                                             const std::vector<Halide::RVar> &outer_reduction, const TensorCoreTiles &t,
+                                             const TensorCoreTiles &t,
                                              int stages_a, int stages_b, int register_stages,
                                              bool request_pipelines = true, bool b_k_major = false) {
     using namespace Halide;
@@ -309,9 +308,7 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
     alcop::schedule_tensor_core_tile(out, xi, yi, t.warp_m, t.warp_n);
     store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n);
     alcop::schedule_tensor_core_tile(prod, x, y, t.warp_m, t.warp_n);
-    std::vector<RVar> chunks{streaming};
-    chunks.insert(chunks.end(), outer_reduction.begin(), outer_reduction.end());
-    alcop::schedule_tensor_core_tile(prod.update(), x, y, t.warp_m, t.warp_n, within_chunk, chunks);
+    alcop::schedule_tensor_core_tile(prod.update(), x, y, t.warp_m, t.warp_n, within_chunk, {streaming});
 
     // The copies' lanes are the thread x of the warps (32), as the accumulators' are.
     const int width = tensor_core_copy_bytes / a_shared.output_types()[0].bytes();

@@ -11,8 +11,8 @@
 //
 // where p = ox + OW * (oy + OH * n) runs over the output pixels (so `out` is the NHWC output
 // seen as a CO x pixels matrix: the same bytes). M = pixels, N = CO, K = KH * KW * CI; the
-// reduction is ky, kx (outer serial loops) and the channel chunks of tile_k channels (the
-// streaming loop: its pipeline restarts for each filter tap). Padding and channel tails read
+// reduction runs in chunks of tile_k channels of one filter tap, the chunks of all taps one
+// loop (the streaming loop, which the pipelines run across). Padding and channel tails read
 // zeros.
 
 #include "Halide.h"
@@ -66,22 +66,29 @@ public:
         auto contiguous = [&](Expr i, Expr extent) { return this->guarded_index(async, i, extent); };
         auto other = [&](Expr i, Expr extent) { return this->guarded_index(rows, i, extent); };
 
+        // K = KH x KW x CI runs as one loop of chunks (as CUTLASS's implicit GEMM iterates it),
+        // so that the pipeline runs across the filter taps instead of filling and draining at
+        // each: chunk q is tile_k channels of tap q / chunks_per_tap. The shared tiles are
+        // indexed by the chunk, which keeps each one's place affine in the chunk loop and its
+        // channels contiguous (16-byte copies); their channel and tap come from q, once a chunk.
+        Expr chunks_per_tap = (CI + kt - 1) / kt;
+        Expr tap = q / chunks_per_tap, kx = tap % KW, ky = tap / KW;
+        Expr channel = (q % chunks_per_tap) * kt + c;
+
         Expr ox = p % OW, oy = (p / OW) % OH, n = p / (OW * OH);
         Expr ix = ox * s + kx - pd, iy = oy * s + ky - pd;
-        Expr inside = ci < CI && p < pixels && ix >= 0 && ix < W && iy >= 0 && iy < H;
-        input_shared(ci, p, kx, ky) = select(
+        Expr inside = channel < CI && p < pixels && ix >= 0 && ix < W && iy >= 0 && iy < H;
+        input_shared(c, p, q) = select(
             inside,
-            input(contiguous(ci, CI), other(ix, W), other(iy, H), other(n, input.dim(3).extent())),
+            input(contiguous(channel, CI), other(ix, W), other(iy, H), other(n, input.dim(3).extent())),
             Halide::cast(t, 0));
-        filter_shared(co, ci, kx, ky) =
-            select(ci < CI && co < CO, filter(contiguous(co, CO), other(ci, CI), kx, ky), Halide::cast(t, 0));
+        filter_shared(co, c, q) = select(channel < CI && co < CO,
+                                         filter(contiguous(co, CO), other(channel, CI), kx, ky), Halide::cast(t, 0));
 
-        r = RDom(0, kt, 0, (CI + kt - 1) / kt, 0, KW, 0, KH, "r");
-        Expr rc = r.y * kt + r.x;
+        r = RDom(0, kt, 0, chunks_per_tap * KW * KH, "r");
         prod(x, y) = 0.0f;
         // (For f32 the casts are no-ops: the same Expr.)
-        prod(x, y) +=
-            Halide::cast<float>(input_shared(rc, y, r.z, r.w)) * Halide::cast<float>(filter_shared(x, rc, r.z, r.w));
+        prod(x, y) += Halide::cast<float>(input_shared(r.x, y, r.y)) * Halide::cast<float>(filter_shared(x, r.x, r.y));
         out(x, y) = prod(x, y);
         if (async) {
             out.dim(0).set_min(0);
@@ -90,7 +97,7 @@ public:
 
     void schedule() {
         const ContractionShape shape = this->resolved_shape();
-        this->schedule_contraction_of(out, prod, input_shared, filter_shared, x, y, {}, r, {r.z, r.w}, shape,
+        this->schedule_contraction_of(out, prod, input_shared, filter_shared, x, y, {}, r.x, r.y, shape,
                                       shape.stages);
         alcop::Options options;
         options.copies = alcop::CopyKind::Auto;
@@ -98,9 +105,9 @@ public:
     }
 
 protected:
-    Var ci{"ci"}, co{"co"}, p{"p"}, kx{"kx"}, ky{"ky"}, x{"x"}, y{"y"};
+    Var c{"c"}, co{"co"}, p{"p"}, q{"q"}, x{"x"}, y{"y"};  // c: a channel of chunk q
     Func input_shared{"input_shared"}, filter_shared{"filter_shared"}, prod{"prod"};
-    RDom r;  // r.x: channels within a chunk, r.y: the chunk (pipelined), r.z, r.w: kx, ky
+    RDom r;  // r.x: channels within a chunk, r.y: the chunk (of all taps: pipelined)
 };
 
 }  // namespace alcop_generators

@@ -192,7 +192,7 @@ public:
     void schedule() {
         const ContractionShape shape = this->resolved_shape(stages_b);
         const std::vector<Var> extra_blocks = batch_vars();
-        this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r, {}, shape,
+        this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r.x, r.y, shape,
                                       stages_b > 0 ? (int)stages_b : shape.stages, b_k_major);
         // One batch element per block: with two batch dimensions fused into one block index,
         // Halide cannot see that by itself.

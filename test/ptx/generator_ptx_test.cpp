@@ -286,11 +286,9 @@ TEST(ModelValidation, RegisterEstimateIsWithinTenPercentOfPtxasOnTheKernelsItWas
 // one (fitted to the user's GEMM of test/tensorcore/TensorCoreGemm.h, TensorCoreModel in
 // test/autoscheduler) on the generators' own tensor-core GEMM, batched matmul and convolution,
 // whose copies, guards and epilogues are written differently. Occupancy rests on these, so the
-// error a user meets is the one outside the fit. For GEMM-shaped kernels (gemm, bmm) it stays
-// within 16% or 8 registers either way; for convolutions the estimate is low, by 10-40 registers,
-// up to a third (their copies' im2col addresses, which the estimate, knowing only the tiles,
-// leaves out: docs/model.md §15), and the test bounds that shortfall so that it cannot grow
-// unseen.
+// error a user meets is the one outside the fit: within 16% or 8 registers either way, the
+// convolutions too (their copies' im2col addresses, which the estimate, knowing only the tiles,
+// leaves out, cost up to 13% since their chunks run as one loop: docs/model.md §15).
 TEST(ModelValidation, RegisterEstimateHoldsOnKernelsOutsideItsFit) {
 #ifndef ALCOP_PTXAS
     GTEST_SKIP() << "ptxas not found";
@@ -336,13 +334,8 @@ TEST(ModelValidation, RegisterEstimateHoldsOnKernelsOutsideItsFit) {
         std::cout << "[model vs ptxas, held out] " << c.generator << " " << c.type << " " << s.to_string()
                   << ": estimate " << estimate << ", ptxas " << r.registers << " (" << std::lround(100 * error)
                   << "%)\n";
-        if (std::string(c.generator) == "conv2d") {
-            EXPECT_LT(estimate, r.registers) << "the convolution's shortfall is gone: update docs/model.md §15";
-            EXPECT_GE(error, -0.4) << c.generator << " " << s.to_string();
-        } else {
-            EXPECT_TRUE(std::abs(error) <= 0.16 || std::abs(estimate - r.registers) <= 8)
-                << c.generator << " " << s.to_string();
-        }
+        EXPECT_TRUE(std::abs(error) <= 0.16 || std::abs(estimate - r.registers) <= 8)
+            << c.generator << " " << s.to_string();
     }
 #endif
 }
@@ -448,7 +441,7 @@ Pipeline offset_gemm_pipeline(int a_offset, bool promise_a, bool promise_b, std:
     prod(x, y) += A_shared(r.y * kt + r.x, y) * B_shared(x, r.y * kt + r.x);
     out(x, y) = prod(x, y);
     out.output_buffer().dim(0).set_min(0);
-    alcop_generators::schedule_contraction(out, prod, A_shared, B_shared, x, y, {}, {r.x}, r.y, {}, {64, 64, 4, 4, vw},
+    alcop_generators::schedule_contraction(out, prod, A_shared, B_shared, x, y, {}, {r.x}, r.y, {64, 64, 4, 4, vw},
                                            3, 3);
     Pipeline p(out);
     alcop::enable(p, Target("host-cuda-cuda_capability_80"));

@@ -126,7 +126,7 @@ struct TestGemm {
         prod(x, y) = 0.0f;
         prod(x, y) += A_shared(r.y * tile_k + r.x, y) * B_shared(x, r.y * tile_k + r.x);
         out(x, y) = prod(x, y);
-        alcop_generators::schedule_contraction(out, prod, A_shared, B_shared, x, y, {}, {r.x}, r.y, {},
+        alcop_generators::schedule_contraction(out, prod, A_shared, B_shared, x, y, {}, {r.x}, r.y,
                                                {64, 64, 4, 4, 4}, 1, 1, 0, /*request_pipelines=*/false);
     }
 
