@@ -2,7 +2,9 @@
 //
 //   as_gemm:   out(x, y)        = sum_r A(r, y) * B(x, r)
 //   as_gemm_into_output: the same GEMM accumulated in the output itself (out = 0; out += A * B)
-//   as_gemm_relu: max(GEMM, 0), which the autoscheduler does not recognize (plain GPU schedule)
+//   as_gemm_relu: max(GEMM, 0), an epilogue the autoscheduler fuses into the GEMM's output stage
+//   as_gemm_shifted: the GEMM read one row down (out(x, y) = prod(x, y + 1)), which it does not
+//              recognize (plain GPU schedule)
 //   as_gemm_bias: the GEMM accumulated onto a bias (prod(x, y) = bias(x); prod += A * B), whose
 //              edge blocks compute the bias past N (the plugin clamps its reads)
 //   as_bmm:    out(x, y, b)     = sum_r A(r, y, b) * B(x, r, b)
@@ -209,6 +211,28 @@ private:
     Var x{"x"}, y{"y"};
 };
 
+class GemmShifted : public Generator<GemmShifted> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = 0.0f;
+        prod(x, y) += A(r, y) * B(x, r);
+        out(x, y) = prod(x, y + 1);
+
+        A.set_estimates({{0, 64}, {0, 65}});
+        B.set_estimates({{0, 64}, {0, 64}});
+        out.set_estimates({{0, 64}, {0, 64}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
 class Bmm : public Generator<Bmm> {
 public:
     GeneratorParam<int> batch{"batch", 3}, M{"M", 64}, N{"N", 64}, K{"K", 64};  // the estimates
@@ -314,6 +338,7 @@ private:
 HALIDE_REGISTER_GENERATOR(Gemm, as_gemm)
 HALIDE_REGISTER_GENERATOR(GemmIntoOutput, as_gemm_into_output)
 HALIDE_REGISTER_GENERATOR(GemmRelu, as_gemm_relu)
+HALIDE_REGISTER_GENERATOR(GemmShifted, as_gemm_shifted)
 HALIDE_REGISTER_GENERATOR(GemmBias, as_gemm_bias)
 HALIDE_REGISTER_GENERATOR(Bmm, as_bmm)
 HALIDE_REGISTER_GENERATOR(Conv2d, as_conv2d)

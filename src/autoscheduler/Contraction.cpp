@@ -101,6 +101,57 @@ const Call *as_func_call(const Expr &e) {
     return (c && c->call_type == Call::Halide && c->func.defined()) ? c : nullptr;
 }
 
+/** The calls to Funcs in `e`, in the order they are visited. */
+std::vector<const Call *> func_calls(const Expr &e) {
+    class Calls : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (const Call *c = as_func_call(op)) found.push_back(c);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        std::vector<const Call *> found;
+    } calls;
+    e.accept(&calls);
+    return calls.found;
+}
+
+/** Whether `g` reads a Func with an update definition (a reduction), through any chain of
+ * Funcs. */
+bool reads_a_reduction(const Function &g, std::set<std::string> &seen) {
+    if (!seen.insert(g.name()).second) return false;
+    for (const Expr &value : g.values()) {
+        for (const Call *call : func_calls(value)) {
+            const Function h(call->func);
+            if (h.has_update_definition() || reads_a_reduction(h, seen)) return true;
+        }
+    }
+    return false;
+}
+
+/** `e` with every pure Func that stands between it and a reduction inlined (bias(x) stays a
+ * call; biased(x, y) = prod(x, y) + bias(x) is replaced by its definition), as the schedule
+ * leaves them: what the output computes from the reduction. */
+Expr inline_up_to_reductions(const Expr &e) {
+    class Inline : public IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Call *op) override {
+            const Call *call = as_func_call(op);
+            if (!call) return IRMutator::visit(op);
+            const Function g(call->func);
+            std::set<std::string> seen;
+            if (g.has_update_definition() || g.has_extern_definition() || !reads_a_reduction(g, seen)) {
+                return IRMutator::visit(op);
+            }
+            std::map<std::string, Expr> args;
+            for (size_t i = 0; i < g.args().size(); i++) args[g.args()[i]] = mutate(call->args[i]);
+            return mutate(substitute(args, g.values()[call->value_index]));
+        }
+    } inline_;
+    return inline_.mutate(e);
+}
+
 /** The factor's Func call: `e` itself, or the call inside `f32(e)` when e is fp16 or bf16 (the
  * operands of a tensor-core contraction, accumulated in fp32). */
 const Call *factor_call(const Expr &e) {
@@ -255,7 +306,7 @@ std::vector<int> Contraction::batch_dims() const {
 std::string Contraction::describe() const {
     std::ostringstream os;
     os << kind << " " << output.name();
-    if (!output_is_reduction) os << " = " << reduction.name();
+    if (!output_is_reduction) os << " = " << (epilogue ? "an elementwise function of " : "") << reduction.name();
     os << " = sum(" << a.func.name() << " * " << b.func.name() << "):";
     for (DimRole role : {DimRole::M, DimRole::N, DimRole::Batch}) {
         for (const ContractionDim &d : dims) {
@@ -287,6 +338,7 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     // The accumulating Func: the output, or the Func that the output copies.
     std::vector<int> perm;  // output dim d <-> reduction arg perm[d]
     const Call *copy = nullptr;
+    Expr value;  // what the output computes, the Funcs up to the reduction inlined (`copy` is in it)
     if (out.has_update_definition() && out.updates().size() == 1 && out.update(0).schedule().rvars().empty()) {
         // out(v) = out(v) + f(...): the output accumulates a copy of f (rfactor({}) makes this).
         const Add *add = out.update(0).values()[0].as<Add>();
@@ -303,11 +355,30 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         c.output_is_reduction = true;
         for (size_t d = 0; d < out.args().size(); d++) perm.push_back((int)d);
     } else {
-        copy = as_func_call(out.values()[0]);
+        // out(v) = e(f(...)): the copy of the accumulating Func, the one Func e reads (with the
+        // pure Funcs between them inlined) that has an update, read at one place; the rest of e
+        // is its epilogue, computed where out stores.
+        value = inline_up_to_reductions(out.values()[0]);
+        for (const Call *call : func_calls(value)) {
+            if (!Function(call->func).has_update_definition()) continue;
+            if (copy && copy->name != call->name) {
+                return fail("the output " + out.name() + " reads two reductions, " + copy->name + " and " +
+                            call->name);
+            }
+            for (size_t i = 0; copy && i < call->args.size(); i++) {
+                if (!equal(call->args[i], copy->args[i])) {
+                    return fail("the output " + out.name() + " reads " + call->name +
+                                " at two places; an epilogue reads it at the output's own coordinates");
+                }
+            }
+            copy = call;
+        }
+        c.epilogue = copy && as_func_call(value) != copy;
     }
     if (!c.output_is_reduction) {
         if (!copy) {
-            return fail("the output " + out.name() + " neither accumulates nor is a plain copy of a Func that does");
+            return fail("the output " + out.name() +
+                        " neither accumulates nor is a copy (or an elementwise function) of a Func that does");
         }
         c.reduction = Function(copy->func);
         if (copy->args.size() != out.args().size()) {

@@ -13,8 +13,11 @@
  *
  * The recognized form, exactly:
  *  - one output `out` that is the accumulating Func itself, or a pure copy of it
- *    `out(v0, ..., vn) = f(some permutation of v0..vn)`, or (what Stage::rfactor({}) makes of
- *    the first) an init plus one update without RDom `out(v...) = out(v...) + f(permutation)`;
+ *    `out(v0, ..., vn) = f(some permutation of v0..vn)`, or an elementwise function of such a
+ *    copy (an epilogue: `max(f(v...) + bias(x), 0)`, reading f only at that permutation and
+ *    otherwise inputs and pure Funcs that do not read f, which stay inlined), or (what
+ *    Stage::rfactor({}) makes of the first) an init plus one update without RDom
+ *    `out(v...) = out(v...) + f(permutation)`;
  *  - `f` (FP32) has a pure definition (any value, e.g. 0) and exactly one update
  *        f(u0, ..., un) = f(u0, ..., un) + a(...) * b(...)      (or `+=`, either operand order)
  *    where a and b are FP32, or both fp16 or both bf16 converted: f32(a(...)) * f32(b(...))
@@ -91,6 +94,9 @@ struct Contraction {
     bool output_is_reduction = false;
     /** The output is an init plus `out += f` (f the accumulating Func): its update stage reads f. */
     bool output_accumulates = false;
+    /** The output computes on f elementwise (`out(v) = max(f(v) + bias(x), 0)`, a cast): an
+     * epilogue, computed where out stores, from the accumulators in registers. */
+    bool epilogue = false;
     Operand a, b;                        ///< a: the M side; b: the N side
     /** The input buffers (as Funcs that read them plainly) the accumulating Func's pure
      * definition reads, e.g. a bias: the edge blocks compute it past the output's edges, so the

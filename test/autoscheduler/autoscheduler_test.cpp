@@ -603,20 +603,21 @@ TEST(Autoscheduler, VerboseListsTheTopCandidates) {
 }
 
 TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
-    // A matmul followed by a ReLU: the output is not a copy of the accumulator.
+    // A matmul read one row down: the output reads the accumulator away from its own coordinates.
     ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
     Var x("x"), y("y");
     RDom r(0, A.dim(0).extent(), "r");
     Func prod("prod"), out("out");
     prod(x, y) = 0.0f;
     prod(x, y) += A(r, y) * B(x, r);
-    out(x, y) = max(prod(x, y), 0.0f);
-    A.set_estimates({{0, 256}, {0, 256}});
+    out(x, y) = prod(x, y + 1);
+    A.set_estimates({{0, 256}, {0, 257}});
     B.set_estimates({{0, 256}, {0, 256}});
     out.set_estimates({{0, 256}, {0, 256}});
     Built b{Pipeline(out), {A, B}};
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
     EXPECT_NE(s.log.find("not a contraction it recognizes"), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("at coordinates that are not its own variables"), std::string::npos) << s.log;
     EXPECT_NE(s.source.find("plain GPU schedule"), std::string::npos) << s.source;
     EXPECT_EQ(s.source.find("alcop::pipeline"), std::string::npos);
     // GPU kernels without a shared tile to synchronize: a GPU schedule, not a pipeline.
@@ -624,6 +625,46 @@ TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
         kernel_source::of(b.pipeline.compile_to_module(b.args, "gemm_relu", Target("host-opencl")));
     EXPECT_GT(kernel_source::count(source, "__kernel void"), 0) << source;
     EXPECT_EQ(kernel_source::count(source, "barrier("), 0) << source;
+}
+
+// A Linear + ReLU as a user writes it, the bias added through a Func of its own: the GEMM is
+// recognized, and its epilogue is computed where the output stores, in the GEMM's kernels (as
+// many as the plain GEMM's: none of its own). Its numbers: as_gemm_relu (numerical_test.cpp).
+TEST(Autoscheduler, AnElementwiseEpilogueIsFusedIntoTheOutputStage) {
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B"), bias(Float(32), 1, "bias");
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent(), "r");
+    Func prod("prod"), biased("biased"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(r, y) * B(x, r);
+    biased(x, y) = prod(x, y) + bias(x);
+    out(x, y) = max(biased(x, y), 0.0f);
+    A.set_estimates({{0, 256}, {0, 256}});
+    B.set_estimates({{0, 256}, {0, 256}});
+    bias.set_estimates({{0, 256}});
+    out.set_estimates({{0, 256}, {0, 256}});
+    Built b{Pipeline(out), {A, B, bias}};
+    const Target t("host-opencl");
+    Scheduled s = autoschedule(b, "Alcop", t);
+    EXPECT_NE(s.log.find(" = an elementwise function of prod"), std::string::npos) << s.log;
+    EXPECT_EQ(pipeline_stages(s.source).size(), 2u) << s.source;
+    const std::string fused = kernel_source::of(b.pipeline.compile_to_module(b.args, "gemm_bias_relu", t));
+    Built plain = gemm(256, 256, 256);
+    autoschedule(plain, "Alcop", t);
+    const std::string alone = kernel_source::of(plain.pipeline.compile_to_module(plain.args, "gemm_alone", t));
+    EXPECT_EQ(kernel_source::count(fused, "__kernel void"), kernel_source::count(alone, "__kernel void")) << fused;
+    EXPECT_GT(kernel_source::count(fused, "barrier("), 0) << fused;
+    // The output reading the accumulator through a Func at other coordinates is no epilogue.
+    Func prod2("prod"), down("down"), shifted("shifted");
+    prod2(x, y) = 0.0f;
+    prod2(x, y) += A(r, y) * B(x, r);
+    down(x, y) = prod2(x, y + 1);
+    shifted(x, y) = down(x, y) + bias(x);
+    shifted.set_estimates({{0, 256}, {0, 255}});
+    Built refused{Pipeline(shifted), {A, B, bias}};
+    Scheduled r2 = autoschedule(refused, "Alcop", t);
+    EXPECT_NE(r2.log.find("the output shifted"), std::string::npos) << r2.log;
+    EXPECT_NE(r2.log.find("at coordinates that are not its own variables"), std::string::npos) << r2.log;
 }
 
 // The accumulator's initial value is computed over whole block tiles, past the output's edges:
@@ -764,6 +805,23 @@ Built gemm16(Type t, int m, int n, int k) {
     return {Pipeline(out), {A, B}};
 }
 
+/** gemm16 with an epilogue, as an fp16 Linear + ReLU writes it: out = f16(max(prod + bias, 0)). */
+Built gemm16_bias_relu(Type t, int m, int n, int k) {
+    ImageParam A(t, 2, "A"), B(t, 2, "B"), bias(Float(32), 1, "bias");
+    Var x("x"), y("y");
+    RDom r(0, k, "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += f32(A(r, y)) * f32(B(x, r));
+    out(x, y) = cast(t, max(prod(x, y) + bias(x), 0.0f));
+    A.set_estimates({{0, k}, {0, m}});
+    B.set_estimates({{0, n}, {0, k}});
+    bias.set_estimates({{0, n}});
+    out.set_estimates({{0, n}, {0, m}});
+    align_for_cp_async(out, {A, B});
+    return {Pipeline(out), {A, B, bias}};
+}
+
 /** out(x, y, b) = sum_r f32(A(r, y, b)) * f32(B(x, r, b)), K a constant. (An inline sum() would
  * put y first among its Func's arguments, where mma.sync's accumulator layout wants N, M.) */
 Built bmm16(Type t, int batch, int m, int n, int k) {
@@ -809,6 +867,8 @@ const std::string mma_bf16 = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f3
 const TensorCoreCase tensor_core_cases[] = {
     {"gemm_f16", [] { return gemm16(Float(16), 2048, 2048, 2048); }, mma_f16},
     {"gemm_bf16", [] { return gemm16(BFloat(16), 1024, 512, 512); }, mma_bf16},
+    // An fp16 output with a fused bias and ReLU: converted from the accumulators where out stores.
+    {"gemm_f16_bias_relu", [] { return gemm16_bias_relu(Float(16), 1024, 1024, 1024); }, mma_f16},
     {"bmm_f16", [] { return bmm16(Float(16), 8, 256, 256, 256); }, mma_f16},
     {"conv2d_f16", [] { return conv2d16(Float(16), 2, 16, 32, 64, 64); }, mma_f16},
     // The CUDA benchmark's two convolutions (apps/bench/CMakeLists.txt builds each in both types).
@@ -1090,6 +1150,26 @@ TEST(TensorCoreModel, RegisterEstimateFitsThePluginsKernels) {
             heaviest = std::max(heaviest, registers);
         }
         EXPECT_LE(estimate, 1.25 * heaviest) << chosen.to_string();
+    }
+}
+
+TEST(TensorCoreEpilogue, ConvertsTheAccumulatorsWhereOutStores) {
+    // f16(max(prod + bias, 0)) on tensor cores: each lane adds the bias, applies the ReLU and
+    // converts its accumulators to fp16 in the GEMM's own kernels (as many as the plain GEMM's).
+    const Target t("host-cuda-cuda_capability_80");
+    Built fused = gemm16_bias_relu(Float(16), 1024, 1024, 1024), plain = gemm16(Float(16), 1024, 1024, 1024);
+    Scheduled s = autoschedule(fused, "Alcop", t);
+    autoschedule(plain, "Alcop", t);
+    EXPECT_NE(s.log.find(" = an elementwise function of prod"), std::string::npos) << s.log;
+    EXPECT_NE(s.source.find("alcop::tensor_cores("), std::string::npos) << s.source;
+    const std::string ptx = ptx_of(fused.pipeline.compile_to_module(fused.args, "gemm_bias_relu_f16", t));
+    const std::string alone = ptx_of(plain.pipeline.compile_to_module(plain.args, "gemm_alone_f16", t));
+    EXPECT_EQ(kernel_source::count(ptx, ".entry"), kernel_source::count(alone, ".entry"));
+    for (const kernel_source::Kernel &k : kernel_source::kernels(ptx)) {
+        EXPECT_GT(kernel_source::count(k.text, mma_f16), 0) << k.name;
+        EXPECT_GT(kernel_source::count(k.text, "cvt.rn.f16.f32"), 0) << k.name << ": no conversion to fp16";
+        EXPECT_GT(kernel_source::count(k.text, "max.f32"), 0) << k.name << ": no ReLU";
+        EXPECT_EQ(kernel_source::count(k.text, "st.global.f32"), 0) << k.name << ": fp32 stores of an fp16 output";
     }
 }
 

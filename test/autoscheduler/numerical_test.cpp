@@ -17,6 +17,7 @@
 #include "as_gemm_into_output.h"
 #include "as_gemm_k256.h"
 #include "as_gemm_relu.h"
+#include "as_gemm_shifted.h"
 
 #include <gtest/gtest.h>
 
@@ -107,10 +108,26 @@ INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemmIntoOutput,
                                            MatShape{1, 3, 2, 1}),
                          [](const ::testing::TestParamInfo<MatShape> &i) { return describe(i.param); });
 
-// Not a recognized contraction: the plugin's plain GPU schedule must still be correct.
-TEST(AutoscheduledGemmRelu, PlainScheduleMatchesReference) {
+// max(GEMM, 0): the epilogue computed in the GEMM's output stage, whole and partial tiles.
+TEST(AutoscheduledGemmRelu, FusedEpilogueMatchesReference) {
     for (const MatShape &s : {MatShape{1, 64, 64, 64}, MatShape{1, 37, 50, 23}}) {
         EXPECT_EQ(gemm_mismatches(s, false, as_gemm_relu, true), 0) << describe(s);
+    }
+}
+
+// out(x, y) = GEMM(x, y + 1), not a recognized contraction: the plugin's plain GPU schedule must
+// still be correct. A has one row more than out; the reference reads it one row down.
+TEST(AutoscheduledGemmShifted, PlainScheduleMatchesReference) {
+    for (const MatShape &s : {MatShape{1, 64, 64, 64}, MatShape{1, 37, 50, 23}}) {
+        Buffer<float> a(s.k, s.m + 1), b(s.n, s.k);
+        fill_random(a, s.m * 131 + s.k);
+        fill_random(b, s.n * 17 + s.k);
+        Buffer<float> out = poisoned({s.n, s.m});
+        ASSERT_EQ(as_gemm_shifted(a, b, out), 0) << describe(s);
+        out.copy_to_host();
+        Buffer<float> a_down = a.cropped(1, 1, s.m);
+        a_down.translate(1, -1);  // a_down(k, y) = a(k, y + 1)
+        EXPECT_EQ(reference::matmul_mismatches(a_down, b, out), 0) << describe(s);
     }
 }
 

@@ -3,8 +3,9 @@
 // fresh, unscheduled copy of each generator's pipeline, lower to the same Stmt as the
 // autoscheduler applying its schedule directly. Both come from one list of steps
 // (src/autoscheduler/ScheduleSteps.h); this is what would catch its two interpreters, the one
-// that applies a step and the one that prints it, disagreeing. as_gemm_relu is not a
-// contraction: it covers the plain fallback's directives (compute_root among them).
+// that applies a step and the one that prints it, disagreeing. as_gemm_relu's epilogue is fused
+// into the output stage; as_gemm_shifted is not a contraction: it covers the plain fallback's
+// directives (compute_root among them).
 
 #include "Halide.h"
 
@@ -22,6 +23,7 @@
 #include "as_gemm_f16_r2.schedule.h"
 #include "as_gemm_into_output.schedule.h"
 #include "as_gemm_relu.schedule.h"
+#include "as_gemm_shifted.schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -130,7 +132,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"as_gemm_into_output", "as_gemm_into_output", apply_schedule_as_gemm_into_output},
         Case{"as_gemm_bias", "as_gemm_bias", apply_schedule_as_gemm_bias},  // the bias read clamped
         Case{"as_bmm", "as_bmm", apply_schedule_as_bmm}, Case{"as_conv2d", "as_conv2d", apply_schedule_as_conv2d},
-        Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu, false},
+        Case{"as_gemm_relu", "as_gemm_relu", apply_schedule_as_gemm_relu},
+        Case{"as_gemm_shifted", "as_gemm_shifted", apply_schedule_as_gemm_shifted, false},
         Case{"as_gemm_f16",
              "as_gemm",
              apply_schedule_as_gemm_f16,
