@@ -36,11 +36,11 @@ public:
     OperandInput filter{"filter", 4};  // (co, ci, kx, ky)
     OutputBuffer out{"out", 2};        // (co, pixel)
 
-    // f16, bf16: eight 64 x 32 warp tiles a 128 x 128 block. With 64 x 64 (four warps) each
-    // thread also copies twice the tile elements, and the copies' index math (pixel to x, y,
-    // n; padding) takes the registers ptxas then spills (255 registers, 56 bytes of stack at
-    // 3 stages, while gemm and bmm fit 64 x 64 in 245).
-    Conv2dGenerator() : ContractionGenerator<Self>(32) {
+    // f16, bf16: four 64 x 64 warp tiles a 128 x 128 block, as gemm and bmm. (Eight 64 x 32
+    // until the chunks of all filter taps were one loop: before, the copies' index math took
+    // the registers ptxas then spilled at 64 x 64, 255 and 56 bytes of stack at 3 stages; now
+    // 242, none spilled.)
+    Conv2dGenerator() : ContractionGenerator<Self>(64) {
     }
 
     void configure() {
@@ -70,7 +70,8 @@ public:
         // so that the pipeline runs across the filter taps instead of filling and draining at
         // each: chunk q is tile_k channels of tap q / chunks_per_tap. The shared tiles are
         // indexed by the chunk, which keeps each one's place affine in the chunk loop and its
-        // channels contiguous (16-byte copies); their channel and tap come from q, once a chunk.
+        // channels contiguous (16-byte copies); their channel and tap come from q, once a chunk
+        // (by remainders, which Halide bounds by [0, divisor): the inputs' required regions).
         Expr chunks_per_tap = (CI + kt - 1) / kt;
         Expr tap = q / chunks_per_tap, kx = tap % KW, ky = tap / KW;
         Expr channel = (q % chunks_per_tap) * kt + c;

@@ -1,9 +1,9 @@
 // The gemm, bmm and conv2d generators with type=f16 and type=bf16 (tensor cores), at their
-// default tiles (128 x 128 blocks of four 64 x 64 warp tiles, conv2d eight 64 x 32, tile_k 32,
+// default tiles (128 x 128 blocks of four 64 x 64 warp tiles, tile_k 32,
 // 3 stages, 2 register stages), built for CUDA sm_80 in-process. Per chunk of tile_k = 32 (two
 // 16-wide k steps) a warp's 64 x 64 tile is 4 x 8 tiles of 16 x 8: 2 x 32 mma.sync, 2 x 4
-// ldmatrix.x4 of A (K-major: no .trans) and 2 x 4 ldmatrix.x4.trans of B (N-major; 64 x 32:
-// 2 x 16 mma.sync, 2 x 2 ldmatrix of B), and with R register stages the R - 1 steps the
+// ldmatrix.x4 of A (K-major: no .trans) and 2 x 4 ldmatrix.x4.trans of B (N-major), and with R
+// register stages the R - 1 steps the
 // register prologue loads once more; no local memory; ptxas assembles each kernel for sm_80 and
 // sm_90 with no spills. Unpipelined (stages=1: no register stages either) and pipelined with
 // the same tiles: all the stages' copies 16-byte cp.async (conv2d's padded im2col gather too),
@@ -112,8 +112,8 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
     const Variant v = GetParam();
     const std::string ptx = kernel_source::of_generator(v.generator, sm80, params_of(v));
     ASSERT_FALSE(ptx.empty());
-    // The default warp tiles: 64 x 64 (four warps), conv2d's 64 x 32 (eight).
-    const int warp_n = v.generator == "conv2d" ? 32 : 64, threads = 32 * (128 / 64) * (128 / warp_n);
+    // The default warp tiles: 64 x 64, four warps.
+    const int warp_n = 64, threads = 32 * (128 / 64) * (128 / warp_n);
     const int stages = v.stages ? v.stages : 3, register_stages = stages > 1 ? 2 : 0;
     // gemm and bmm: two kernels, the specialization on whole tiles, then the generic one
     // (partial tiles); conv2d: the generic one only.
@@ -216,7 +216,7 @@ TEST(TensorCoreGenerators, Conv2dInputCopiesZeroFillOutsideTheImage) {
                                      const std::map<std::string, alcop::PipelineRequest> &) { after.accept(&input); });
     kernel_source::of_generator("conv2d", sm80, {{"type", "f16"}, {"pad", "1"}});
     alcop::set_lowering_observer(nullptr);
-    EXPECT_EQ(input.src_sizes.size(), 6u);  // 2 vectors a thread, 3 steps
+    EXPECT_EQ(input.src_sizes.size(), 12u);  // 4 vectors a thread (128 threads), 3 steps
     for (const std::string &s : input.src_sizes) {
         EXPECT_EQ(count(s, "select("), 5) << s;
         EXPECT_NE(s.find("input.extent.0 - "), std::string::npos) << s;  // the channel tail
