@@ -29,9 +29,9 @@ double pipe_load(const Prediction &p) {
 // others: such loops are often bound by the tensor pipe at one time, whatever their tiles, and
 // among them a k tile of 16 or a small warp tile spends more issue slots and shared-memory
 // wavefronts a mma.sync than a larger one (at 2048^3, 128x128x16 w32x64 keeps the shared-memory
-// pipe as busy as the tensor pipe, 128x128x32 w64x64 at 75%). (Where loads bind, the pipes have slack, and the
-// load would only prefer fewer warps or no pipeline; the FP32 model's issue term binds, so it
-// already tells such loops apart.) Then less shared memory and fewer registers (they leave more
+// pipe as busy as the tensor pipe, 128x128x32 w64x64 at 75%). (Where loads bind, the pipes have
+// slack, and the load would only prefer fewer warps or no pipeline; the FP32 model's issue term
+// binds, so it already tells such loops apart.) Then less shared memory and fewer registers (they leave more
 // room for whatever else runs), then the schedule's fields, so that the order is deterministic.
 struct RankKey {
     int64_t tier;

@@ -962,7 +962,8 @@ TEST(TensorCores, TiesGoToTheLeanerLoop) {
     const SearchResult r = search(p, gpu("h200"), o);
     ASSERT_FALSE(r.ranked.empty());
     auto load = [](const Prediction &x) {
-        return (x.fma_cycles + x.smem_cycles + x.issue_cycles) / std::max({x.fma_cycles, x.smem_cycles, x.issue_cycles});
+        const double busiest = std::max({x.fma_cycles, x.smem_cycles, x.issue_cycles});
+        return (x.fma_cycles + x.smem_cycles + x.issue_cycles) / busiest;
     };
     double fastest = r.ranked[0].total_us;
     for (const Prediction &x : r.ranked) fastest = std::min(fastest, x.total_us);
