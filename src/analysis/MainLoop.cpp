@@ -255,7 +255,8 @@ MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, 
             const std::string &op = i.opcode;
             r.instructions++;
             const bool work = tensor_cores ? is_mma(i) : is_fp32_fma(i);
-            is_work.push_back(work);
+            // A retyping move issues nothing, so it takes no place in a stretch either.
+            if (!is_retyping_move(i)) is_work.push_back(work);
             if (work) {
                 r.work++;
             } else if (starts_with(op, "ldmatrix")) {
@@ -285,7 +286,7 @@ MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, 
             }
         }
     }
-    // The longest run of non-work instructions, around the back edge too.
+    // The longest run of issued non-work instructions, around the back edge too.
     const int n = (int)is_work.size();
     std::vector<int> at;
     for (int p = 0; p < n; p++) {

@@ -30,7 +30,9 @@
  *    global memory at addresses whose `align` is at least the copy size, and nothing between
  *    the loads and the stores touches memory. Otherwise each marker call is replaced by its
  *    argument, zeroed past src_bytes, and the copy stays synchronous: the same result, just
- *    not an async one.
+ *    not an async one. Where src_bytes is not a constant, its loads read the input's first
+ *    bytes when it is 0, as cp.async reads nothing then (a predicated prefetch's source may lie
+ *    past the input).
  *  - The cp.async of a block whose global addresses share one term of their index and differ
  *    in the other address memory by one pointer step per term (AddressTerms.h): the same
  *    addresses, computed with fewer instructions in the loop.
@@ -57,6 +59,7 @@
 #include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/Function.h>
@@ -656,6 +659,7 @@ private:
     // inside the first src_bytes, and zero past them (cp.async's zero fill). The copy then
     // happens through the original load and store.
     static void make_synchronous(CopyGroup &g) {
+        guard_sources(g);
         for (size_t k = 0; k < g.lanes.size(); k++) {
             CallInst *c = g.lanes[k];
             Value *value = c->getArgOperand(0), *src_bytes = c->getArgOperand(1);
@@ -667,6 +671,42 @@ private:
             c->eraseFromParent();
         }
         g.lanes.clear();
+    }
+
+    // Moves `v` (and what it is computed from, within `at`'s block) before `at`, where nothing
+    // it depends on reads memory. Returns whether `v` is available at `at`.
+    static bool hoist_before(Value *v, Instruction *at, int depth = 0) {
+        auto *i = dyn_cast<Instruction>(v);
+        if (!i || i->getParent() != at->getParent() || i->comesBefore(at)) return true;
+        if (i == at || depth > 8 || isa<PHINode>(i) || i->mayReadOrWriteMemory()) return false;
+        for (Value *operand : i->operands()) {
+            if (!hoist_before(operand, at, depth + 1)) return false;
+        }
+        i->moveBefore(at);
+        return true;
+    }
+
+    // A src_bytes known only at run time may be 0 for a tile past the end of its loop (the
+    // predicated prefetch, copy/CopyLowering.h), whose source address lies past the input:
+    // cp.async reads none of it, and neither may the synchronous copy. Each load the lanes
+    // come from then reads the input's first bytes instead (its kernel argument, aligned as
+    // the copy) where src_bytes is 0, and the zero fill discards what it reads.
+    static void guard_sources(const CopyGroup &g) {
+        Value *src_bytes = g.lanes.empty() ? nullptr : g.lanes[0]->getArgOperand(1);
+        if (!src_bytes || isa<ConstantInt>(src_bytes)) return;
+        const DataLayout &dl = g.lanes[0]->getModule()->getDataLayout();
+        const uint64_t lane_bytes = dl.getTypeStoreSize(g.lanes[0]->getType());
+        SmallPtrSet<LoadInst *, 4> guarded;
+        for (CallInst *c : g.lanes) {
+            LoadInst *load = trace_to_load(c->getArgOperand(0), 0, lane_bytes, dl).load;
+            if (!load || !guarded.insert(load).second || !same_value(c->getArgOperand(1), src_bytes)) continue;
+            auto *input = dyn_cast<Argument>(getUnderlyingObject(load->getPointerOperand()));
+            if (!input || !hoist_before(src_bytes, load)) continue;
+            IRBuilder<> b(load);
+            Value *first = b.CreatePointerBitCastOrAddrSpaceCast(input, load->getPointerOperandType());
+            load->setOperand(load->getPointerOperandIndex(),
+                             b.CreateSelect(b.CreateICmpNE(src_bytes, b.getInt32(0)), load->getPointerOperand(), first));
+        }
     }
 
     static void rewrite_group_call(CallInst *call) {

@@ -15,10 +15,12 @@ using namespace Halide::Internal;
 
 namespace {
 
-bool contains_loop(const Stmt &s) {
+/** Whether `s` holds a node of type Node (a loop, a branch). */
+template<typename Node>
+bool contains(const Stmt &s) {
     class Finder : public IRVisitor {
         using IRVisitor::visit;
-        void visit(const For *) override {
+        void visit(const Node *) override {
             found = true;
         }
 
@@ -346,6 +348,60 @@ std::string missing_alignment(const Parameter &input) {
     return lines.str();
 }
 
+/** A marker's src-size that predication keeps at one select: the whole copy (a constant), or a
+ * zero fill of the whole copy, select(c, n, 0). A zero fill of some lanes (the channel tail of
+ * conv2d's gather, the rows of a partial tile) is a chain of mins and selects, to which the
+ * tile's condition would add an instruction per copy and registers to hold them (conv2d's
+ * default kernel: 242 -> 254), where one branch costs two instructions a step. */
+bool predicable_src_bytes(const Expr &src_bytes) {
+    const Select *fill = src_bytes.as<Select>();
+    return is_const(src_bytes) || (fill && is_const(fill->true_value) && is_const_zero(fill->false_value));
+}
+
+/** Whether every marker of `copy` has a predicable src-size. */
+bool predicable(const Stmt &copy) {
+    class Check : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->name.rfind(async_copy_prefix, 0) == 0) ok = ok && predicable_src_bytes(op->args[1]);
+            IRVisitor::visit(op);
+        }
+
+    public:
+        bool ok = true;
+    } check;
+    copy.accept(&check);
+    return check.ok;
+}
+
+/** `copy`, every store of which is a cp.async marker with a predicable src-size, with
+ * `in_range` folded into the markers' src-size: a tile past the end is a zero fill of its
+ * slot, which nothing reads, where a branch around the copy would split the loop's steady state
+ * into two paths. cp.async reads no byte past src-size, so the source addresses of such a tile,
+ * past the input, are never read. n becomes select(in_range, n, 0), the same for every copy of
+ * the step, and select(c, n, 0) becomes select(c, select(in_range, n, 0), 0). */
+Stmt predicate_copies(const Stmt &copy, const Expr &in_range) {
+    class Predicate : public IRMutator {
+        using IRMutator::visit;
+        const Expr &in_range;
+        Expr visit(const Call *op) override {
+            if (op->name.rfind(async_copy_prefix, 0) != 0) return IRMutator::visit(op);
+            Expr src_bytes = op->args[1];
+            if (const Select *fill = src_bytes.as<Select>()) {
+                src_bytes = select(fill->condition, select(in_range, fill->true_value, 0), 0);
+            } else {
+                src_bytes = select(in_range, src_bytes, 0);
+            }
+            return Call::make(op->type, op->name, {op->args[0], src_bytes}, op->call_type);
+        }
+
+    public:
+        explicit Predicate(const Expr &in_range) : in_range(in_range) {
+        }
+    } predicate(in_range);
+    return predicate.mutate(copy);
+}
+
 class Lowering : public CopyLowering {
     const CopyKind kind;
     int async_copies = 0;             ///< cp.async made since the last finish()
@@ -361,14 +417,19 @@ public:
     IssuedCopy issue(const Stmt &copy, const Expr &in_range, bool overlap) override {
         // Staging needs one register per element of a fixed set of stores of one type.
         std::vector<const Store *> stores = stores_in(copy);
-        bool stageable = overlap && kind != CopyKind::Synchronous && !contains_loop(copy);
+        bool stageable = overlap && kind != CopyKind::Synchronous && !contains<For>(copy);
         for (const Store *s : stores) {
             stageable = stageable && s->value.type().element_of() == stores[0]->value.type().element_of();
         }
         const std::string registers = unique_name(staging_prefix);
         SplitCopy split(kind == CopyKind::Async, stageable, registers);
         IssuedCopy result;
-        result.before_compute = IfThenElse::make(in_range, split.split(copy, true));
+        const Stmt before = split.split(copy, true);
+        // Predicated only where that leaves the copy without a branch (a copy that some
+        // threads skip, Halide's guard, branches anyway) at one select a copy.
+        const bool predicated =
+            split.async_copies == (int)stores.size() && !contains<IfThenElse>(before) && predicable(before);
+        result.before_compute = predicated ? predicate_copies(before, in_range) : IfThenElse::make(in_range, before);
         async_copies += split.async_copies;
         for (const Parameter &input : split.unaligned) {
             if (!warned->insert(input.name()).second) continue;

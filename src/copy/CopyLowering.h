@@ -18,6 +18,10 @@
  *    marker (see codegen/AsyncCopyMarkers.h) whose src-size zero-fills what the predicate cuts
  *    off; the copies of one step form one commit group. Copies of fp16/bf16 move their bits
  *    (u16 lanes), a 16-byte one as one 4 x 32-bit access. Other stores are register-staged.
+ *    A copy all of whose stores are cp.async, with no branch of its own and each copying its
+ *    whole vector or nothing, is not branched on its tile's condition: the condition is folded
+ *    into their src-size, so a tile past the end zero-fills its slot (which nothing reads
+ *    before the next copy into it) and the steady state is one path.
  * The rewrite does not change with the kind.
  *
  * Guarantee of every kind: once wait(n) returned and the block passed the following barrier,

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -71,6 +73,32 @@ inline int count(const std::string &text, const std::string &what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
     return n;
+}
+
+/** The src-size operands of the cp.async of `bytes` bytes in `ptx` (`instruction [dst], [src],
+ * bytes, %r;`): how many are the constant `bytes` (LLVM keeps it in a register set by one
+ * `mov.u32`), and the registers of the others, which are computed: a zero fill (a tail, conv2d's
+ * padding) or the tile's existence (the predicated prefetch past the loop's end). */
+struct SrcSizes {
+    int constant = 0;
+    std::vector<std::string> computed;  ///< one per copy, in order
+    /** The distinct computed registers: one per step where only the tile's existence is. */
+    size_t distinct() const {
+        return std::set<std::string>(computed.begin(), computed.end()).size();
+    }
+};
+
+inline SrcSizes src_sizes(const std::string &ptx, const std::string &instruction, int bytes) {
+    const std::regex copy(instruction + R"( \[%r\d+\], \[%rd\d+\], )" + std::to_string(bytes) + R"(, (%r\d+);)");
+    SrcSizes sizes;
+    for (auto m = std::sregex_iterator(ptx.begin(), ptx.end(), copy); m != std::sregex_iterator(); ++m) {
+        if (count(ptx, "mov.u32 \t" + (*m)[1].str() + ", " + std::to_string(bytes) + ";") == 1) {
+            sizes.constant++;
+        } else {
+            sizes.computed.push_back((*m)[1].str());
+        }
+    }
+    return sizes;
 }
 
 /** A kernel of a PTX module: its name and its text, from its .entry to the next one. */

@@ -406,6 +406,26 @@ TEST(LlvmRewrite, UnalignedCopyStaysSynchronous) {
     EXPECT_EQ(count(ir, "store <2 x float>"), 2) << ir;
 }
 
+// A synchronous copy whose src_bytes is known only at run time (a predicated prefetch, whose
+// source lies past the input where it is 0) reads the input's first bytes when it is 0, as
+// cp.async would read nothing.
+TEST(LlvmRewrite, SynchronousCopyReadsNothingPastTheInputWhereSrcBytesIsZero) {
+    LLVMContext context;
+    std::unique_ptr<Module> m = parse(context, f32x4_copy(16, 8, "%n"));
+    ASSERT_TRUE(m);
+    rewrite(*m);
+    std::string ir = text_of(*m);
+    EXPECT_EQ(count(ir, std::regex("cp\\.async\\.c[ag]\\.")), 0) << ir;
+    EXPECT_EQ(count(ir, std::regex("icmp ne i32 %n, 0")), 1) << ir;
+    EXPECT_EQ(count(ir, std::regex("select i1 %[0-9a-z.]+, i128\\* %5, i128\\* %[0-9a-z.]+")), 1) << ir;
+    EXPECT_EQ(count(ir, std::regex("load i128, i128\\* %[0-9a-z.]+, align 16")), 1) << ir;
+    // With a constant src_bytes the load stays as it was.
+    std::unique_ptr<Module> constant = parse(context, f32x4_copy(16, 8));
+    ASSERT_TRUE(constant);
+    rewrite(*constant);
+    EXPECT_EQ(count(text_of(*constant), std::regex("select i1 [^\\n]*i128\\*")), 0) << text_of(*constant);
+}
+
 // A copy split into slices is one cp.async when the slices are contiguous and the first is
 // aligned to the whole copy; Halide 14 emits them with align 8, which stays synchronous.
 TEST(LlvmRewrite, SlicedCopy) {

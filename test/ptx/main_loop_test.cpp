@@ -69,6 +69,7 @@ $L__BB0_3:
 	cp.async.wait_group 1;
 	bar.sync 	0;
 	ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r4];
+	mov.b32 	%hh1, %r10;
 	mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r10, %r11, %r12, %r13}, {%r14, %r15}, {%f1, %f2, %f3, %f4};
 	{ // an inline scope, as CUTLASS's asm blocks print
 	.reg .pred p;
@@ -110,14 +111,14 @@ TEST(MainLoop, CountsOneIterationOfTheLoopHoldingTheWork) {
     EXPECT_EQ(l.commits, 1);
     EXPECT_EQ(l.waits, 1);
     EXPECT_EQ(l.barriers, 1);
-    // mov.b32 %r, %f renames bits; mov.b32 %r, %r is a real move.
-    EXPECT_EQ(l.retyping_moves, 1);
+    // mov.b32 %hh, %r and %r, %f rename bits; mov.b32 %r, %r is a real move.
+    EXPECT_EQ(l.retyping_moves, 2);
     // setp, bra, add | setp (the scope's), mov, add, setp, bra.
     EXPECT_EQ(l.other, 8);
-    EXPECT_EQ(l.instructions, 17);
-    EXPECT_DOUBLE_EQ(l.overhead_per_work(), (17 - 2 - 1) / 2.0);
+    EXPECT_EQ(l.instructions, 18);
+    EXPECT_DOUBLE_EQ(l.overhead_per_work(), (18 - 2 - 2) / 2.0);
     // From the second mma around the back edge to the first: add, setp, bra, setp, bra, add,
-    // 2 cp.async, commit, wait, bar, ldmatrix.
+    // 2 cp.async, commit, wait, bar, ldmatrix (the retyping move issues nothing).
     EXPECT_EQ(l.longest_stretch, 12);
     // The straight kernel has no loop.
     EXPECT_EQ(r[1].kernel, "straight_kernel");
@@ -300,6 +301,22 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     }
 }
 
+// The prefetch past the last chunk is predicated (copy/CopyLowering.h): the whole-tile loop of
+// the tensor-core GEMM is one basic block, its only branch the back edge, and every copy of a
+// step shares one src-size, the tile's existence. (Branched, the loop had 4 blocks.)
+TEST(MainLoop, TheTensorCoreGemmsSteadyStateIsOnePath) {
+    const Kernels k = build("gemm", {{"type", "f16"}}, false, false);
+    const std::vector<MainLoopReport> loops = alcop::main_loops(k.ptx);
+    ASSERT_FALSE(loops.empty());
+    std::cout << alcop::to_string(loops[0]) << "\n";
+    EXPECT_EQ(loops[0].blocks, 1);
+    EXPECT_EQ(loops[0].conditional_branches, 1);
+    const kernel_source::Kernel whole = kernel_source::kernels(k.ptx)[0];
+    const kernel_source::SrcSizes sizes = kernel_source::src_sizes(whole.text, "cp.async.cg.shared.global", 16);
+    EXPECT_EQ(sizes.constant, 0);
+    EXPECT_LE(sizes.distinct(), 3u) << "one src-size a step (3 stages)";
+}
+
 // The plugin's builds as the benchmark makes them (apps/bench/CMakeLists.txt, bench_auto).
 Internal::GeneratorParamsMap bench(Internal::GeneratorParamsMap p) {
     p["gpu"] = "H200";
@@ -310,14 +327,14 @@ Internal::GeneratorParamsMap bench(Internal::GeneratorParamsMap p) {
 
 INSTANTIATE_TEST_SUITE_P(
     Generators, KernelsUsersGet,
-    ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 1.79, 2.0, 2.23},
-                      Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 1.79, 2.0, 2.23},
-                      Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 1.79, 2.5, 2.23},
+    ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 1.72, 2.0, 2.23},
+                      Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 1.72, 2.0, 2.23},
+                      Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 1.72, 2.5, 2.23},
                       // B contiguous along K (a PyTorch Linear weight; attention's Q K^T): both
                       // operands' fragments by ldmatrix without .trans.
-                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.36,
+                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33,
                            2.0, 1.66},
-                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.36,
+                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33,
                            2.5, 1.66},
                       Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 3.63, 2.5, 0},
                       // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
@@ -335,18 +352,18 @@ INSTANTIATE_TEST_SUITE_P(
     Autoscheduled, KernelsUsersGet,
     ::testing::Values(
         Case{"gemm_f16_2048", "as_gemm", bench({{"type", "f16"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true,
-             true, 1.94, 2.5, 2.15},
+             true, 1.94, 2.5, 2.16},
         Case{"gemm_bf16_2048", "as_gemm", bench({{"type", "bf16"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true,
-             true, 1.94, 2.5, 2.15},
+             true, 1.94, 2.5, 2.16},
         Case{"conv2d_f16_8x56x56x64x64", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "56"}, {"W", "56"}, {"CI", "64"}, {"CO", "64"}}), true, true,
-             9.5, 2.5, 19.63},
+             8.75, 2.5, 19.25},
         // 14 x 14 pixels: 256 threads copy the input's tile, half of them under a guard.
         Case{"conv2d_f16_8x14x14x256x256", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
-             32.5, 2.5, 66.5},
+             33, 2.5, 66.5},
         Case{"bmm_f16_12x512x512x64", "as_bmm",
-             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 6.25, 2.5, 13.25},
+             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 6.0, 2.5, 13.5},
         Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3, 0.4}),
     [](const auto &info) { return info.param.name; });
 
@@ -373,35 +390,35 @@ const std::map<std::string, Figures> &benchmark_figures() {
         {"tc_gemm_cuda_f16_s1", {1.46, 2.0, 4.9}},
         {"tc_bmm_cuda_f16_s1", {1.52, 2.5, 4.96}},
         {"tc_conv_cuda_f16_s1", {5.98, 2.5, 0}},
-        {"tc_gemm_cuda_f16_s3", {1.79, 2.0, 2.23}},
-        {"tc_bmm_cuda_f16_s3", {1.79, 2.5, 2.23}},
+        {"tc_gemm_cuda_f16_s3", {1.72, 2.0, 2.23}},
+        {"tc_bmm_cuda_f16_s3", {1.72, 2.5, 2.23}},
         {"tc_conv_cuda_f16_s3", {3.63, 2.5, 0}},
-        {"tc_gemm_cuda_f16_s4", {1.6, 2.0, 2.04}},
+        {"tc_gemm_cuda_f16_s4", {1.55, 2.0, 2.04}},
         {"tc_gemm_cuda_bf16_s1", {1.46, 2.0, 3.9}},
         {"tc_bmm_cuda_bf16_s1", {1.52, 2.5, 3.96}},
         {"tc_conv_cuda_bf16_s1", {4.98, 2.5, 0}},
-        {"tc_gemm_cuda_bf16_s3", {1.79, 2.0, 2.23}},
-        {"tc_bmm_cuda_bf16_s3", {1.79, 2.5, 2.23}},
+        {"tc_gemm_cuda_bf16_s3", {1.72, 2.0, 2.23}},
+        {"tc_bmm_cuda_bf16_s3", {1.72, 2.5, 2.23}},
         {"tc_conv_cuda_bf16_s3", {3.63, 2.5, 0}},
-        {"tc_gemm_cuda_bf16_s4", {1.6, 2.0, 2.04}},
-        {"gemm_cuda_deep", {0.29, 0.3, 0}},
+        {"tc_gemm_cuda_bf16_s4", {1.55, 2.0, 2.04}},
+        {"gemm_cuda_deep", {0.3, 0.3, 0}},
         {"gemm_cuda_auto", {0.25, 0.3, 0.4}},
         {"gemm_cuda_auto_c1", {0.25, 0.3, 0.4}},
         {"gemm_cuda_auto_c2", {0.25, 0.3, 0.45}},
-        {"gemm_cuda_auto_c3", {0.28, 0.3, 0.41}},
-        {"bmm_cuda_auto", {0.35, 0.3, 0.67}},
-        {"conv_cuda_auto", {0.26, 0.3, 1.01, {4096}, plugin_conv_conflicts}},
+        {"gemm_cuda_auto_c3", {0.28, 0.3, 0.42}},
+        {"bmm_cuda_auto", {0.35, 0.3, 0.68}},
+        {"conv_cuda_auto", {0.26, 0.3, 1.02, {4096}, plugin_conv_conflicts}},
         {"bmm_cuda_auto_pv", {0.43, 0.3, 0.9}},
-        {"conv_cuda_auto_14", {0.42, 0.3, 1.37, {2048, 1024}, plugin_conv_conflicts}},
-        {"gemm_cuda_auto_k2047", {0.39, 0.3, 0}},
-        {"gemm_cuda_auto_f16", {1.94, 2.5, 2.15}},
-        {"bmm_cuda_auto_f16", {6.25, 2.5, 13.26}},
-        {"conv_cuda_auto_f16", {9.5, 2.5, 19.63}},
-        {"conv_cuda_auto_14_f16", {32.5, 2.5, 66.51}},
-        {"gemm_cuda_auto_bf16", {1.94, 2.5, 2.15}},
-        {"bmm_cuda_auto_bf16", {0, 2.5, 13.26, {}, "", true}},
-        {"conv_cuda_auto_bf16", {9.5, 2.5, 19.63}},
-        {"conv_cuda_auto_14_bf16", {32.5, 2.5, 66.51}},
+        {"conv_cuda_auto_14", {0.42, 0.3, 1.38, {2048, 1024}, plugin_conv_conflicts}},
+        {"gemm_cuda_auto_k2047", {0.4, 0.3, 0}},
+        {"gemm_cuda_auto_f16", {1.94, 2.5, 2.16}},
+        {"bmm_cuda_auto_f16", {6.0, 2.5, 13.5}},
+        {"conv_cuda_auto_f16", {8.75, 2.5, 19.25}},
+        {"conv_cuda_auto_14_f16", {33, 2.5, 66.51}},
+        {"gemm_cuda_auto_bf16", {1.94, 2.5, 2.16}},
+        {"bmm_cuda_auto_bf16", {0, 2.5, 13.5, {}, "", true}},
+        {"conv_cuda_auto_bf16", {8.75, 2.5, 19.25}},
+        {"conv_cuda_auto_14_bf16", {33, 2.5, 66.51}},
     };
     return figures;
 }

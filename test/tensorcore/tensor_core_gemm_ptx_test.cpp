@@ -327,27 +327,25 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
                     EXPECT_TRUE(bar != std::string::npos && (next_ld == std::string::npos || bar < next_ld));
                 }
                 EXPECT_GE(waits, 2);
-                // `[dst], [src], size, src-size`: src-size is the constant size (LLVM keeps it in
-                // a register set by one mov) unless the copy zero-fills past K.
-                const std::regex operands(w.instruction + " \\[%r\\d+\\], \\[%rd\\d+\\], " + std::to_string(bytes) +
-                                          ", (%r\\d+);");
-                int whole = 0, filled = 0;
-                for (auto m = std::sregex_iterator(ptx.begin(), ptx.end(), operands); m != std::sregex_iterator();
-                     ++m) {
-                    const bool constant =
-                        count(ptx, "mov.u32 \t" + (*m)[1].str() + ", " + std::to_string(bytes) + ";") == 1;
-                    (constant ? whole : filled)++;
+                // `[dst], [src], size, src-size`: src-size is computed for every copy, each its
+                // own where it zero-fills past K; otherwise only the tile's existence (the prefetch
+                // past the loop's end is predicated), one for all the copies of a step.
+                const kernel_source::SrcSizes sizes = kernel_source::src_sizes(ptx, w.instruction, bytes);
+                EXPECT_EQ(sizes.constant, 0);
+                EXPECT_EQ((int)sizes.computed.size(), copies);
+                if (guarded) {
+                    EXPECT_GT(sizes.distinct(), (size_t)g.stages);
+                } else {
+                    EXPECT_LE(sizes.distinct(), (size_t)g.stages);
                 }
-                EXPECT_EQ(whole + filled, copies);
-                EXPECT_EQ(filled, guarded ? copies : 0);
                 EXPECT_EQ(count(ptx, "ld.global"), 0) << "a synchronous copy is left";
                 EXPECT_EQ(count(ptx, "st.shared"), 0) << "a synchronous copy is left";
                 EXPECT_EQ(count(ptx, "mma.sync"), (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8));
                 EXPECT_EQ(count(ptx, ".local"), 0);
-                std::printf("%s vector %d%s: %d x %s %d bytes (%d with a computed src-size), %d commit_group, "
+                std::printf("%s vector %d%s: %d x %s %d bytes (%d distinct src-sizes), %d commit_group, "
                             "%d wait_group\n",
                             t.is_bfloat() ? "bf16" : "f16", w.vector, guarded ? " (guarded)" : "", count(ptx, sized),
-                            w.instruction.c_str(), bytes, filled, count(ptx, "cp.async.commit_group"),
+                            w.instruction.c_str(), bytes, (int)sizes.distinct(), count(ptx, "cp.async.commit_group"),
                             count(ptx, "cp.async.wait_group"));
                 if (w.vector == 8) expect_no_spills(ptx, false);
             }
