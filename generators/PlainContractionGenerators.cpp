@@ -189,20 +189,23 @@ private:
     Var x{"x"}, y{"y"};
 };
 
-class GemmRelu : public Generator<GemmRelu> {
+/** A 64 x 64 x 64 GEMM whose output is an elementwise function of its product, `Self::epilogue(prod,
+ * x, y)`, reading `Self::rows_below` rows of the product past the output's. */
+template<typename Self>
+class GemmEpilogue : public Generator<Self> {
 public:
-    Input<Buffer<float>> A{"A", 2};
-    Input<Buffer<float>> B{"B", 2};
-    Output<Buffer<float>> out{"out", 2};
+    GeneratorInput<Buffer<float>> A{"A", 2};
+    GeneratorInput<Buffer<float>> B{"B", 2};
+    GeneratorOutput<Buffer<float>> out{"out", 2};
 
     void generate() {
         RDom r(0, A.dim(0).extent(), "r");
         Func prod("prod");
         prod(x, y) = 0.0f;
         prod(x, y) += A(r, y) * B(x, r);
-        out(x, y) = max(prod(x, y), 0.0f);
+        out(x, y) = Self::epilogue(prod, x, y);
 
-        A.set_estimates({{0, 64}, {0, 64}});
+        A.set_estimates({{0, 64}, {0, 64 + Self::rows_below}});
         B.set_estimates({{0, 64}, {0, 64}});
         out.set_estimates({{0, 64}, {0, 64}});
     }
@@ -211,26 +214,20 @@ private:
     Var x{"x"}, y{"y"};
 };
 
-class GemmShifted : public Generator<GemmShifted> {
+class GemmRelu : public GemmEpilogue<GemmRelu> {
 public:
-    Input<Buffer<float>> A{"A", 2};
-    Input<Buffer<float>> B{"B", 2};
-    Output<Buffer<float>> out{"out", 2};
-
-    void generate() {
-        RDom r(0, A.dim(0).extent(), "r");
-        Func prod("prod");
-        prod(x, y) = 0.0f;
-        prod(x, y) += A(r, y) * B(x, r);
-        out(x, y) = prod(x, y + 1);
-
-        A.set_estimates({{0, 64}, {0, 65}});
-        B.set_estimates({{0, 64}, {0, 64}});
-        out.set_estimates({{0, 64}, {0, 64}});
+    static constexpr int rows_below = 0;
+    static Expr epilogue(Func prod, const Var &x, const Var &y) {
+        return max(prod(x, y), 0.0f);
     }
+};
 
-private:
-    Var x{"x"}, y{"y"};
+class GemmShifted : public GemmEpilogue<GemmShifted> {
+public:
+    static constexpr int rows_below = 1;
+    static Expr epilogue(Func prod, const Var &x, const Var &y) {
+        return prod(x, y + 1);
+    }
 };
 
 class Bmm : public Generator<Bmm> {
