@@ -186,10 +186,6 @@ bool operator==(const Options &a, const Options &b) {
            a.spills_are_errors == b.spills_are_errors;
 }
 
-void enable(Pipeline p, const Options &options) {
-    testing::enable(std::move(p), options, testing::Hooks());
-}
-
 namespace {
 
 void install(Pipeline p, const Options &options, const testing::Hooks &hooks, bool automatic) {
@@ -209,6 +205,10 @@ void install(Pipeline p, const Options &options, const testing::Hooks &hooks, bo
 }
 
 }  // namespace
+
+void enable(Pipeline p, const Options &options) {
+    install(std::move(p), options, testing::Hooks(), false);
+}
 
 void testing::enable(Pipeline p, const Options &options, const Hooks &hooks) {
     install(std::move(p), options, hooks, false);
