@@ -388,6 +388,215 @@ void set_auto_pipeline_observer(std::function<void(const AutoReport &)> o) {
     observer() = std::move(o);
 }
 
+namespace {
+
+/** What the phases of choose_pipelines share: the requests so far (explicit and automatic),
+ * which of them are automatic, and the report of every candidate. */
+struct Choices {
+    std::map<std::string, PipelineRequest> requests;
+    std::set<std::string> automatic;
+    AutoReport &report;
+
+    /** Takes the automatic request of `func` back, saying why. */
+    void reject(const std::string &func, const std::string &why) {
+        requests.erase(func);
+        automatic.erase(func);
+        find_choice(report, func)->why = why;
+    }
+};
+
+/** Legality: each candidate, one at a time beside what is accepted (shared ones first: a
+ * fragment may compose with them), is requested with 2 stages where the analysis accepts it. */
+void accept_legal_candidates(const Stmt &s, const FindCandidates &finder, Choices &c) {
+    for (Level level : {Level::Shared, Level::Register}) {
+        for (const auto &candidate : finder.found) {
+            if (candidate.second != level) continue;
+            AutoChoice choice;
+            choice.func = candidate.first;
+            choice.level = level;
+            std::map<std::string, PipelineRequest> with = c.requests;
+            with[candidate.first] = {2, level};
+            if (std::optional<std::string> why = rejection(s, with)) {
+                choice.why = *why;
+            } else {
+                c.requests = with;
+                c.automatic.insert(candidate.first);
+            }
+            c.report.choices.push_back(choice);
+        }
+    }
+}
+
+/** The shared stages of the automatic buffers of loop `l` of kernel `k`: the smallest count
+ * within `tolerance` of the model's best of those that fit the kernel's shared memory. Where
+ * none fits, or the model predicts the loop slower pipelined, its candidates are rejected and
+ * false returned. */
+bool choose_loop_shared_stages(KernelPipelines &k, size_t l, const AutoLimits &limits, Chooser &chooser,
+                               Choices &c) {
+    std::set<std::string> mine;
+    for (const StagedBuffer &b : k.loops[l].buffers) {
+        if (c.automatic.count(b.func)) mine.insert(b.func);
+    }
+    if (mine.empty()) return true;
+    const int64_t limit = limits.shared_bytes(k.device);
+    const SharedTiming base = chooser.shared_timing(k, l, mine, 1);
+    std::vector<std::pair<int, SharedTiming>> fits;
+    int64_t two_bytes = 0;
+    for (int stages = 2; stages <= max_shared_stages; stages++) {
+        SharedTiming t = chooser.shared_timing(k, l, mine, stages);
+        if (stages == 2) two_bytes = t.bytes;
+        if (t.bytes <= limit) fits.emplace_back(stages, t);
+    }
+    if (fits.empty()) {
+        for (const std::string &f : mine) {
+            c.reject(f, "2 stages would need " + std::to_string(two_bytes) +
+                            " bytes of shared memory per block, more than the limit of " + std::to_string(limit) +
+                            " bytes");
+        }
+        return false;
+    }
+    double best = fits.front().second.time;
+    for (const auto &f : fits) best = std::min(best, f.second.time);
+    auto chosen =
+        std::find_if(fits.begin(), fits.end(), [&](const auto &f) { return f.second.time <= best * tolerance; });
+    const int stages = chosen->first;
+    if (chosen->second.time > base.time) {
+        // The stages' shared memory costs more occupancy than the prefetch gains.
+        for (const std::string &f : mine) {
+            c.reject(f, "the model predicts the loop slower pipelined (" + fmt(base.time / chosen->second.time) +
+                            "x with " + std::to_string(stages) + " stages: " + std::to_string(chosen->second.bytes) +
+                            " bytes of shared memory per block leave " + std::to_string(chosen->second.blocks) +
+                            " blocks per SM, against " + std::to_string(base.blocks) + " unpipelined)");
+        }
+        return false;
+    }
+    std::ostringstream why;
+    why << chosen->second.bytes << " of " << limit << " bytes of shared memory per block, " << chosen->second.blocks
+        << " blocks per SM on the " << chooser.spec().name << " model"
+        << (chosen->second.registers ? " at " + std::to_string(chosen->second.registers) + " registers per thread" :
+                                       std::string())
+        << "; " << (limits.async_copies(k.device) ? "" : "copies not asynchronous, so 1 tile in flight; ")
+        << "the smallest count within " << (int)std::round((tolerance - 1) * 100) << "% of the best of 2.."
+        << fits.back().first << " within the limit";
+    for (const std::string &f : mine) {
+        c.requests[f].stages = stages;
+        AutoChoice *choice = find_choice(c.report, f);
+        choice->stages = stages;
+        choice->loop = k.loops[l].loop->name;
+        choice->predicted_gain = base.time / chosen->second.time;
+        choice->why = why.str();
+    }
+    for (StagedBuffer &b : k.loops[l].buffers) {
+        if (mine.count(b.func)) b.stages = stages;
+    }
+    return true;
+}
+
+/** Shared stages, loop by loop. A loop whose candidates are rejected loses them, and the
+ * analysis runs again without them. */
+void choose_shared_stages(const Stmt &s, const AutoLimits &limits, Chooser &chooser, Choices &c) {
+    for (bool again = true; again;) {
+        again = false;
+        const PipelineAnalysis analysis = analyze_pipelines(s, c.requests);
+        for (size_t i = 0; i < analysis.kernels.size() && !again; i++) {
+            KernelPipelines k = analysis.kernels[i];
+            for (size_t l = 0; l < k.loops.size() && !again; l++) {
+                again = !choose_loop_shared_stages(k, l, limits, chooser, c);
+            }
+        }
+    }
+}
+
+/** Register stages, loop by loop: the smallest count within `tolerance` of the model's best of
+ * those whose slots fit the registers left by the kernel's other per-thread arrays and its
+ * addresses (an explicit request's count where one shares the loop); none where 2 do not fit. */
+void choose_register_stages(const Stmt &s, const AutoLimits &limits, const PerThreadWords &words,
+                            const Chooser &chooser, Choices &c) {
+    for (const FragmentLoop &l : analyze_fragments(s, c.requests)) {
+        std::set<std::string> mine;
+        int explicit_stages = 0;
+        int64_t slot_words = 0;
+        std::set<const Allocate *> slots;
+        for (const Fragment &f : l.fragments) {
+            if (c.automatic.count(f.func)) {
+                mine.insert(f.func);
+            } else {
+                explicit_stages = c.requests.at(f.func).stages;
+            }
+            slot_words += f.elements * ((f.storage->type.bytes() + 3) / 4);
+            slots.insert(f.storage);
+        }
+        if (mine.empty()) continue;
+        int64_t others = model::kAddressAndLoopRegisters;
+        auto kernel = words.kernel_of.find(l.loop);
+        if (kernel != words.kernel_of.end()) {
+            auto arrays = words.words.find(kernel->second);
+            if (arrays != words.words.end()) {
+                for (const auto &a : arrays->second) {
+                    if (!slots.count(a.first)) others += a.second;
+                }
+            }
+        }
+        const int64_t budget = limits.registers - others;
+        const int most = std::min<int64_t>(max_register_stages, (int64_t)l.extent + 1);
+        int stages = 1;
+        double best = 0;
+        std::vector<std::pair<int, double>> fits;
+        for (int R = 2; R <= most; R++) {
+            if (explicit_stages && R != explicit_stages) continue;
+            if (R * slot_words <= budget) fits.emplace_back(R, chooser.register_time(l, R));
+        }
+        if (!fits.empty()) {
+            best = fits.front().second;
+            for (const auto &f : fits) best = std::min(best, f.second);
+            stages = std::find_if(fits.begin(), fits.end(), [&](const auto &f) {
+                         return f.second <= best * tolerance;
+                     })->first;
+        }
+        for (const std::string &f : mine) {
+            if (stages == 1) {
+                c.reject(f, std::string("2 register stages of the fragments of ") + describe_loop(l.loop) + " (" +
+                                std::to_string(2 * slot_words) + " registers) do not fit in the " +
+                                std::to_string(budget) + " registers per thread left of the limit of " +
+                                std::to_string(limits.registers) + " (the kernel's other per-thread arrays and " +
+                                std::to_string(model::kAddressAndLoopRegisters) + " for addresses take " +
+                                std::to_string(others) + ")");
+                continue;
+            }
+            c.requests[f].stages = stages;
+            AutoChoice *choice = find_choice(c.report, f);
+            choice->stages = stages;
+            choice->loop = l.loop->name;
+            choice->predicted_gain = chooser.register_time(l, 1) / best;
+            choice->why = std::to_string(stages * slot_words) + " registers per thread of " + std::to_string(budget) +
+                          " left under the limit of " + std::to_string(limits.registers) +
+                          (explicit_stages ? "; the stages of the explicit request in the same loop" :
+                                             "; the smallest count within 3% of the best of 2.." + std::to_string(most));
+        }
+    }
+}
+
+/** Register stages of tensor-core fragments, once the operands' shared stages are known: the
+ * requests of those that get some go into `fragments`. */
+void choose_tensor_core_stages(const std::vector<TensorCoreUse> &tensor_cores,
+                               const std::map<std::string, PipelineRequest> &explicit_requests,
+                               const AutoLimits &limits, const model::GpuSpec &gpu, Choices &c,
+                               std::map<std::string, PipelineRequest> &fragments) {
+    for (const TensorCoreUse &u : tensor_cores) {
+        if (explicit_requests.count(u.accumulator) || u.k_tile <= 0) continue;
+        AutoChoice choice = tensor_core_register_stages(u, c.requests, limits, gpu);
+        if (choice.stages > 1) {
+            // Across the chunks of its operands' pipeline.
+            const AutoChoice *operand = find_choice(c.report, u.a);
+            choice.loop = operand && !operand->loop.empty() ? operand->loop : "that pipelines " + user_name(u.a);
+            fragments[u.accumulator] = {choice.stages, Level::Register};
+        }
+        c.report.choices.push_back(choice);
+    }
+}
+
+}  // namespace
+
 std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std::map<std::string, Function> &funcs,
                                                         const std::set<std::string> &outputs,
                                                         const std::map<std::string, PipelineRequest> &explicit_requests,
@@ -416,191 +625,21 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
     FindCandidates finder(funcs, skip);
     s.accept(&finder);
 
-    // Legality, one candidate at a time beside what is accepted (shared ones first: a
-    // fragment may compose with them).
-    std::map<std::string, PipelineRequest> requests = analyzed;
-    std::set<std::string> automatic;
-    for (Level level : {Level::Shared, Level::Register}) {
-        for (const auto &c : finder.found) {
-            if (c.second != level) continue;
-            AutoChoice choice;
-            choice.func = c.first;
-            choice.level = level;
-            std::map<std::string, PipelineRequest> with = requests;
-            with[c.first] = {2, level};
-            if (std::optional<std::string> why = rejection(s, with)) {
-                choice.why = *why;
-            } else {
-                requests = with;
-                automatic.insert(c.first);
-            }
-            r.choices.push_back(choice);
-        }
-    }
-
     PerThreadWords words;
     s.accept(&words);
     Chooser chooser(limits, words);
-    const model::GpuSpec &gpu = chooser.spec();
-
-    // Shared stages, loop by loop. A loop whose candidates do not fit with 2 stages loses them,
-    // and the analysis runs again without them.
-    for (bool again = true; again;) {
-        again = false;
-        const PipelineAnalysis analysis = analyze_pipelines(s, requests);
-        for (const KernelPipelines &k0 : analysis.kernels) {
-            KernelPipelines k = k0;
-            const int64_t limit = limits.shared_bytes(k.device);
-            for (size_t l = 0; l < k.loops.size() && !again; l++) {
-                std::set<std::string> mine;
-                for (const StagedBuffer &b : k.loops[l].buffers) {
-                    if (automatic.count(b.func)) mine.insert(b.func);
-                }
-                if (mine.empty()) continue;
-                const SharedTiming base = chooser.shared_timing(k, l, mine, 1);
-                std::vector<std::pair<int, SharedTiming>> fits;
-                int64_t two_bytes = 0;
-                for (int stages = 2; stages <= max_shared_stages; stages++) {
-                    SharedTiming t = chooser.shared_timing(k, l, mine, stages);
-                    if (stages == 2) two_bytes = t.bytes;
-                    if (t.bytes <= limit) fits.emplace_back(stages, t);
-                }
-                if (fits.empty()) {
-                    for (const std::string &f : mine) {
-                        requests.erase(f);
-                        automatic.erase(f);
-                        find_choice(r, f)->why = "2 stages would need " + std::to_string(two_bytes) +
-                                                 " bytes of shared memory per block, more than the limit of " +
-                                                 std::to_string(limit) + " bytes";
-                    }
-                    again = true;
-                    break;
-                }
-                double best = fits.front().second.time;
-                for (const auto &f : fits) best = std::min(best, f.second.time);
-                auto chosen = std::find_if(fits.begin(), fits.end(),
-                                           [&](const auto &f) { return f.second.time <= best * tolerance; });
-                const int stages = chosen->first;
-                if (chosen->second.time > base.time) {
-                    // The stages' shared memory costs more occupancy than the prefetch gains.
-                    for (const std::string &f : mine) {
-                        requests.erase(f);
-                        automatic.erase(f);
-                        find_choice(r, f)->why =
-                            "the model predicts the loop slower pipelined (" + fmt(base.time / chosen->second.time) +
-                            "x with " + std::to_string(stages) + " stages: " + std::to_string(chosen->second.bytes) +
-                            " bytes of shared memory per block leave " + std::to_string(chosen->second.blocks) +
-                            " blocks per SM, against " + std::to_string(base.blocks) + " unpipelined)";
-                    }
-                    again = true;
-                    break;
-                }
-                std::ostringstream why;
-                why << chosen->second.bytes << " of " << limit << " bytes of shared memory per block, "
-                    << chosen->second.blocks << " blocks per SM on the " << gpu.name << " model"
-                    << (chosen->second.registers ? " at " + std::to_string(chosen->second.registers) +
-                                                       " registers per thread" :
-                                                   std::string())
-                    << "; "
-                    << (limits.async_copies(k.device) ? "" : "copies not asynchronous, so 1 tile in flight; ")
-                    << "the smallest count within " << (int)std::round((tolerance - 1) * 100) << "% of the best of 2.."
-                    << fits.back().first << " within the limit";
-                for (const std::string &f : mine) {
-                    requests[f].stages = stages;
-                    AutoChoice *c = find_choice(r, f);
-                    c->stages = stages;
-                    c->loop = k.loops[l].loop->name;
-                    c->predicted_gain = base.time / chosen->second.time;
-                    c->why = why.str();
-                }
-                for (StagedBuffer &b : k.loops[l].buffers) {
-                    if (mine.count(b.func)) b.stages = stages;
-                }
-            }
-            if (again) break;
-        }
-    }
-
-    // Register stages, loop by loop.
-    const std::vector<FragmentLoop> loops = analyze_fragments(s, requests);
-    for (const FragmentLoop &l : loops) {
-        std::set<std::string> mine;
-        int explicit_stages = 0;
-        int64_t slot_words = 0;
-        std::set<const Allocate *> slots;
-        for (const Fragment &f : l.fragments) {
-            if (automatic.count(f.func)) {
-                mine.insert(f.func);
-            } else {
-                explicit_stages = requests.at(f.func).stages;
-            }
-            slot_words += f.elements * ((f.storage->type.bytes() + 3) / 4);
-            slots.insert(f.storage);
-        }
-        if (mine.empty()) continue;
-        int64_t others = model::kAddressAndLoopRegisters;
-        auto kernel = words.kernel_of.find(l.loop);
-        if (kernel != words.kernel_of.end()) {
-            for (const auto &a : words.words[kernel->second]) {
-                if (!slots.count(a.first)) others += a.second;
-            }
-        }
-        const int64_t budget = limits.registers - others;
-        const int most = std::min<int64_t>(max_register_stages, (int64_t)l.extent + 1);
-        int stages = 1;
-        double best = 0;
-        std::vector<std::pair<int, double>> fits;
-        for (int R = 2; R <= most; R++) {
-            if (explicit_stages && R != explicit_stages) continue;
-            if (R * slot_words <= budget) fits.emplace_back(R, chooser.register_time(l, R));
-        }
-        if (!fits.empty()) {
-            best = fits.front().second;
-            for (const auto &f : fits) best = std::min(best, f.second);
-            stages = std::find_if(fits.begin(), fits.end(), [&](const auto &f) {
-                         return f.second <= best * tolerance;
-                     })->first;
-        }
-        for (const std::string &f : mine) {
-            AutoChoice *c = find_choice(r, f);
-            if (stages == 1) {
-                requests.erase(f);
-                automatic.erase(f);
-                c->why = std::string("2 register stages of the fragments of ") + describe_loop(l.loop) + " (" +
-                         std::to_string(2 * slot_words) + " registers) do not fit in the " + std::to_string(budget) +
-                         " registers per thread left of the limit of " + std::to_string(limits.registers) +
-                         " (the kernel's other per-thread arrays and " + std::to_string(model::kAddressAndLoopRegisters) +
-                         " for addresses take " + std::to_string(others) + ")";
-                continue;
-            }
-            requests[f].stages = stages;
-            c->stages = stages;
-            c->loop = l.loop->name;
-            c->predicted_gain = chooser.register_time(l, 1) / best;
-            c->why = std::to_string(stages * slot_words) + " registers per thread of " + std::to_string(budget) +
-                     " left under the limit of " + std::to_string(limits.registers) +
-                     (explicit_stages ? "; the stages of the explicit request in the same loop" :
-                                        "; the smallest count within 3% of the best of 2.." + std::to_string(most));
-        }
-    }
-    // Register stages of tensor-core fragments, once the operands' shared stages are known.
-    for (const TensorCoreUse &u : tensor_cores) {
-        if (explicit_requests.count(u.accumulator) || u.k_tile <= 0) continue;
-        AutoChoice choice = tensor_core_register_stages(u, requests, limits, gpu);
-        if (choice.stages > 1) {
-            // Across the chunks of its operands' pipeline.
-            const AutoChoice *operand = find_choice(r, u.a);
-            choice.loop = operand && !operand->loop.empty() ? operand->loop : "that pipelines " + user_name(u.a);
-            tensor_core_requests[u.accumulator] = {choice.stages, Level::Register};
-        }
-        r.choices.push_back(choice);
-    }
+    Choices c{analyzed, {}, r};
+    accept_legal_candidates(s, finder, c);
+    choose_shared_stages(s, limits, chooser, c);
+    choose_register_stages(s, limits, words, chooser, c);
+    choose_tensor_core_stages(tensor_cores, explicit_requests, limits, chooser.spec(), c, tensor_core_requests);
 
     // A fragment dropped above may have been the last of a loop some other fragment shares;
     // the analysis has the last word.
-    if (std::optional<std::string> why = rejection(s, requests)) {
+    if (std::optional<std::string> why = rejection(s, c.requests)) {
         internal_assert(false) << "alcop::auto_pipeline chose requests the analysis rejects: " << *why << "\n";
     }
+    std::map<std::string, PipelineRequest> requests = c.requests;
     requests.insert(tensor_core_requests.begin(), tensor_core_requests.end());
 
     if (observer()) observer()(r);
