@@ -90,8 +90,7 @@ class InjectPipelines : public IRMutator {
     Expr slot_index(const Expr &index, const std::string &func, Type t, bool is_load, ModulusRemainder &alignment) {
         const SlotAddress &a = addresses.at(func);
         const int bytes = t.element_of().bytes();
-        const bool off_by_one = is_load && hooks.fault == testing::Fault::SlotOffByOne;
-        Expr slot = (a.iteration + (off_by_one ? 1 : 0)) % a.stages;
+        Expr slot = is_load ? consumer_slot(hooks, a.iteration, a.stages) : a.iteration % a.stages;
         // Every term is a whole multiple of slot_alignment bytes (see PipelinePlan.h), so the
         // shift is a whole number of elements and keeps what Halide proved about alignment,
         // up to slot_alignment.
@@ -139,7 +138,8 @@ class InjectPipelines : public IRMutator {
             return IRMutator::visit(op);
         }
         const KernelPlan &plan = *it->second.first;
-        copies = hooks.copies ? hooks.copies() : make_copy_lowering(it->second.second, &unaligned_inputs);
+        copies = make_copy_lowering(it->second.second, &unaligned_inputs);
+        if (hooks.copies) copies = hooks.copies(std::move(copies));
         internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
         const int bytes = op->type.bytes();
         Expr old_bytes = op->extents[0] * bytes;
@@ -200,8 +200,7 @@ class InjectPipelines : public IRMutator {
         }
         // Each step commits one group, so the group holding the next tile of the buffer that
         // fetches least far ahead is older than the newest min_distance - 1 groups.
-        const bool short_wait = hooks.fault == testing::Fault::WaitOneGroupShort;
-        r.in_flight = min_distance - 1 + (short_wait ? 1 : 0);
+        r.in_flight = min_distance - 1;
         const LoopBody &body = r.loop.body;
         for (size_t i = 0; i < body.stmts.size(); i++) {
             if (body.roles[i] == StmtRole::Producer) {
@@ -214,29 +213,27 @@ class InjectPipelines : public IRMutator {
      * every buffer that fetches that far ahead, then closes the step's group: what goes before
      * the compute into `before`, what goes after it into `after`. */
     void copy_step(LoopRewrite &r, bool in_prologue, int p, std::vector<Stmt> &before, std::vector<Stmt> &after) {
-        // testing::Fault::MissingWarBarrier: iteration k issues the copies of iteration k + 1
-        // after its consumers, and the prologue those of the first iteration.
-        const bool late = !in_prologue && hooks.fault == testing::Fault::MissingWarBarrier;
         for (const BufferPlan &b : r.plan.buffers) {
             if (in_prologue && p >= b.prefetch_distance) continue;
-            const Expr tile = simplify(in_prologue ? r.op->min + p : r.k + b.prefetch_distance + (late ? 1 : 0));
+            const Expr tile = simplify(in_prologue ? r.op->min + p : r.k + b.prefetch_distance);
             IssuedCopy c = copies->issue(substitute(r.op->name, tile, r.producer.at(b.func)), simplify(tile < r.end),
                                          !in_prologue);
-            (late ? after : before).push_back(c.before_compute);
+            before.push_back(c.before_compute);
             after.push_back(c.after_compute);
             r.registers.insert(r.registers.end(), c.registers.begin(), c.registers.end());
         }
-        (late ? after : before).push_back(copies->commit());
+        before.push_back(copies->commit());
     }
 
     /** The wait and barrier that make the next tile visible; they close the prologue and
      * every iteration, so that each iteration starts with its tile in place. */
     void publish_next_tile(const LoopRewrite &r, std::vector<Stmt> &stmts, bool in_loop) const {
-        if (!in_loop || hooks.fault != testing::Fault::DropWait) {
-            stmts.push_back(copies->wait(r.in_flight));
-        }
-        if (!in_loop || hooks.fault != testing::Fault::DropBarrier) {
-            stmts.push_back(make_barrier());
+        Stmt wait = copies->wait(r.in_flight), barrier = make_barrier();
+        if (in_loop && hooks.steady_state_publication) {
+            stmts.push_back(hooks.steady_state_publication(wait, barrier));
+        } else {
+            stmts.push_back(wait);
+            stmts.push_back(barrier);
         }
     }
 
@@ -256,11 +253,6 @@ class InjectPipelines : public IRMutator {
             prologue.push_back(prologue_loop(r.op, r.plan, r.producer));
         }
         publish_next_tile(r, prologue, false);
-        if (hooks.fault == testing::Fault::MissingWarBarrier) {
-            std::vector<Stmt> first;
-            copy_step(r, false, 0, first, first);
-            prologue.push_back(substitute(r.op->name, simplify(r.op->min - 1), sequence(first)));
-        }
         return prologue;
     }
 
@@ -434,7 +426,7 @@ class InjectPipelines : public IRMutator {
         for (const Stmt &s : loop.body.stmts) {
             pieces.push_back(mutate(s));
         }
-        return pipeline_fragments(loop, pieces, composition, hooks.fault);
+        return pipeline_fragments(loop, pieces, composition, hooks);
     }
 
     /** The fragment pipeline of `loop` composed with the shared one: its steps, and its
@@ -498,6 +490,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
     std::vector<KernelPlan> plans;
     for (const KernelPipelines &k : analysis.kernels) {
         plans.push_back(plan_kernel(k, swizzled));
+        if (hooks.plan) hooks.plan(plans.back());
         if (aligned_slots) {
             const std::vector<SwizzleAlignedSlots> a = swizzle_aligned_slots(plans.back());
             aligned_slots->insert(aligned_slots->end(), a.begin(), a.end());

@@ -111,7 +111,7 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
     // (With the test hook that emulates the markers, any GPU target.)
     const std::vector<TensorCoreUse> tensor_cores =
-        analyze_tensor_cores(s, outputs, options_.target, bool(hooks.tensor_cores));
+        analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
     std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
     if (automatic) {
         requests = automatic_requests(s, outputs, requests, tensor_cores, options_);
@@ -125,8 +125,8 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     result = compact_thread_registers(result);
     check_kernel_registers(estimate_kernel_registers(result, tensor_cores, fragment_stages(tensor_cores, requests)),
                            options_);
-    if (hooks.tensor_cores) {
-        result = hooks.tensor_cores(result);
+    if (hooks.output) {
+        result = hooks.output(result);
     }
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {

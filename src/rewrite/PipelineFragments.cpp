@@ -54,12 +54,20 @@ class Builder {
     const FragmentLoop &loop;
     const std::vector<Stmt> &pieces;
     const SharedLoopContext *shared;
-    const testing::Fault fault;
+    const testing::Hooks &hooks;
     const int steps, stages, distance;
 
     /** Whether producer piece i loads from the next tile (see SharedLoopContext::crossing). */
     bool crosses(size_t i) const {
         return shared && shared->crossing.count(loop.body.produced[i]);
+    }
+
+    /** The slot the compute of step j reads (the loads of step j + distance write slot
+     * (j + distance) % stages). */
+    int read_slot(int j) const {
+        const Expr slot = simplify(testing::consumer_slot(hooks, j, stages));
+        internal_assert(is_const(slot)) << "the register slots must be constants, not " << slot << "\n";
+        return (int)*as_const_int(slot);
     }
 
     /** Piece i at step `step` of the loop, its fragment accesses in slot `slot`. */
@@ -134,8 +142,8 @@ class Builder {
 
 public:
     Builder(const FragmentLoop &loop, const std::vector<Stmt> &pieces, const SharedLoopContext *shared,
-            testing::Fault fault)
-        : loop(loop), pieces(pieces), shared(shared), fault(fault), steps(loop.extent), stages(loop.stages),
+            const testing::Hooks &hooks)
+        : loop(loop), pieces(pieces), shared(shared), hooks(hooks), steps(loop.extent), stages(loop.stages),
           distance(loop.stages - 1) {
         internal_assert(pieces.size() == loop.body.stmts.size());
     }
@@ -153,8 +161,6 @@ public:
                 }
             }
         }
-        const bool late_publish = fault == testing::Fault::FragmentBeforeBarrier;
-        const int read_shift = fault == testing::Fault::SlotOffByOne ? 1 : 0;
         // A long loop keeps a loop over groups of `stages` steps, unrolled within the group so
         // that every slot index is still a constant; the steps after the last whole group whose
         // prefetches stay inside the tile are unrolled one by one (they hold the composition's
@@ -173,7 +179,7 @@ public:
                 }
                 for (size_t i = 0; i < pieces.size(); i++) {
                     if (loop.body.roles[i] == StmtRole::Compute) {
-                        steps_of_group.push_back(at(i, j, (u + read_shift) % stages));
+                        steps_of_group.push_back(at(i, j, read_slot(u)));
                     }
                 }
             }
@@ -181,16 +187,12 @@ public:
                 For::make(name, 0, grouped / stages, ForType::Serial, DeviceAPI::None, Block::make(steps_of_group)));
         }
         for (int j = grouped; j < steps; j++) {
-            const bool publish_here = shared && j == steps - distance;
-            if (publish_here && !late_publish) {
+            if (shared && j == steps - distance) {
                 body.push_back(shared->publish);
             }
             load_fragments(j + distance, body);
-            if (publish_here && late_publish) {
-                body.push_back(shared->publish);
-            }
             for (size_t i = 0; i < pieces.size(); i++) {
-                if (loop.body.roles[i] == StmtRole::Compute) body.push_back(at(i, j, (j + read_shift) % stages));
+                if (loop.body.roles[i] == StmtRole::Compute) body.push_back(at(i, j, read_slot(j)));
             }
         }
         if (shared && steps % stages != 0) {
@@ -208,8 +210,8 @@ public:
 }  // namespace
 
 FragmentPipeline pipeline_fragments(const FragmentLoop &loop, const std::vector<Stmt> &pieces,
-                                    const SharedLoopContext *shared, testing::Fault fault) {
-    return Builder(loop, pieces, shared, fault).build();
+                                    const SharedLoopContext *shared, const testing::Hooks &hooks) {
+    return Builder(loop, pieces, shared, hooks).build();
 }
 
 }  // namespace alcop

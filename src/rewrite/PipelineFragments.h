@@ -60,10 +60,10 @@ struct FragmentPipeline {
 };
 
 /** Pipelines `loop`, whose body statements (loop.body.stmts, in order) are `pieces` after
- * the shared-level rewrite. With `shared`, composes with that loop. `fault` (tests only)
- * breaks it on purpose: SlotOffByOne, FragmentBeforeBarrier. */
+ * the shared-level rewrite. With `shared`, composes with that loop. (`hooks`: the slot the
+ * compute of a step reads, testing::Hooks::consumer_slot.) */
 FragmentPipeline pipeline_fragments(const FragmentLoop &loop, const std::vector<Halide::Internal::Stmt> &pieces,
-                                    const SharedLoopContext *shared, testing::Fault fault = testing::Fault::None);
+                                    const SharedLoopContext *shared, const testing::Hooks &hooks = testing::Hooks());
 
 }  // namespace alcop
 

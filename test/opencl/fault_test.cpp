@@ -9,8 +9,9 @@
 // puts into every slot first, not what earlier runs on the same inputs left in local memory
 // (pocl reuses it), so these tests do not depend on what ran before them.
 //
-// A missing write-after-read barrier (Fault::MissingWarBarrier: iteration k reads slot
-// k % stages, then copies tile k + stages into it with no barrier between), with the default
+// A missing write-after-read barrier (Fault::MissingWarBarrier, test/support/PipelineFaults.h:
+// iteration k reads slot k % stages and copies tile k + stages into it with no barrier
+// between; staged copies store it after the consumers), with the default
 // copies (staged through registers on OpenCL), on pocl's "loops" work-group method. That method
 // runs the work-items of a work-group one after the other through each region between two
 // barriers, so work-item 0 overwrites its part of the slot before the others have read it: the

@@ -1,6 +1,7 @@
 #include "EmulatedAsyncCopies.h"
 
 #include "Error.h"
+#include "copy/CopyLowering.h"
 
 #include <algorithm>
 #include <cmath>
@@ -300,8 +301,8 @@ public:
 
 }  // namespace
 
-std::unique_ptr<CopyLowering> make_emulated_async_copies() {
-    return std::make_unique<EmulatedAsync>();
+void emulate_async_copies(Hooks &hooks) {
+    hooks.copies = [](std::unique_ptr<CopyLowering>) { return std::make_unique<EmulatedAsync>(); };
 }
 
 }  // namespace testing

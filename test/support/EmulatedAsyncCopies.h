@@ -20,14 +20,13 @@
  * one set of registers per trip).
  */
 
-#include "copy/CopyLowering.h"
-
-#include <memory>
+#include "directive/TestHooks.h"
 
 namespace alcop {
 namespace testing {
 
-std::unique_ptr<CopyLowering> make_emulated_async_copies();
+/** Makes `hooks` emulate the copies of every pipelined kernel instead of the chosen lowering. */
+void emulate_async_copies(Hooks &hooks);
 
 }  // namespace testing
 }  // namespace alcop

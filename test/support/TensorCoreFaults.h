@@ -3,7 +3,7 @@
 
 /** \file
  * Defects of the tensor-core rewrite, made by the tests on the pass's output (before the
- * emulation, through alcop::testing::Hooks::tensor_cores): each is a mistake the rewrite could
+ * emulation, through alcop::testing::Hooks::output): each is a mistake the rewrite could
  * make, and the numbers on pocl must catch it (tensor_core_numbers_test). They act on the
  * ldmatrix markers (codegen/TensorCoreMarkers.h), so the rewrite itself carries no fault:
  *  - LaneMapping: each lane gives the row of the next lane of its group of 8 (lane
@@ -13,8 +13,8 @@
  *  - UnswizzledRows: the rows' addresses lose their swizzle (every XOR in them dropped), while
  *    the copies still store through it;
  *  - FragmentBeforeBarrier: with register stages, the next tile's first fragments are loaded
- *    before the barrier that publishes the tile (the statement after a barrier that loads
- *    fragments goes before it).
+ *    before the barrier that publishes the tile (the statements after a barrier that load
+ *    fragments go before it: PipelineFaults.h's fault of the same name, on ldmatrix loads).
  * A fault that finds nothing to break in a kernel with markers is an error, so that a test of
  * it cannot pass for want of a target.
  */

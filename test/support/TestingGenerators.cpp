@@ -1,5 +1,5 @@
 // The GEMM, batched matmul and conv2d generators with what only the tests may ask for:
-// deliberately broken pipelines (`fault`, inside the rewrite; `tc_fault`, made on the pass's
+// deliberately broken pipelines (`fault`, PipelineFaults.h; `tc_fault`, made on the pass's
 // output before the tensor-core emulation, TensorCoreFaults.h), which prove that the numerical,
 // IR, PTX and hazard checks bite, and the async-visibility emulation (`emulated_async=true`,
 // EmulatedAsyncCopies.h).
@@ -15,6 +15,7 @@
 
 #include "EmulatedAsyncCopies.h"
 #include "EmulatedTensorCores.h"
+#include "PipelineFaults.h"
 #include "TensorCoreFaults.h"
 #include "TensorCoreGemm.h"
 #include "directive/TestHooks.h"
@@ -40,21 +41,22 @@ const std::map<std::string, TensorCoreFault> tensor_core_fault_names{
     {"unswizzled_rows", TensorCoreFault::UnswizzledRows},
     {"fragment_before_barrier", TensorCoreFault::FragmentBeforeBarrier}};
 
-/** The hooks of every testing generator, in one place: the fault, the async-copy emulation on
- * request, and on OpenCL the tensor-core emulation (which changes nothing in a kernel without
- * tensor-core markers or 16-bit floats), after the tensor-core fault if any. */
+/** The hooks of every testing generator, in one place: the async-copy emulation on request,
+ * on OpenCL the tensor-core emulation (which changes nothing in a kernel without tensor-core
+ * markers or 16-bit floats) after the tensor-core fault if any, and the pipeline fault. */
 alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, bool emulated_async,
                                     TensorCoreFault tc_fault = TensorCoreFault::None) {
     alcop::testing::Hooks hooks;
-    hooks.fault = fault;
     if (emulated_async) {
-        hooks.copies = alcop::testing::make_emulated_async_copies;
+        alcop::testing::emulate_async_copies(hooks);
     }
     if (target.has_feature(Halide::Target::OpenCL)) {
-        hooks.tensor_cores = [tc_fault](const Halide::Internal::Stmt &s) {
+        hooks.output = [tc_fault](const Halide::Internal::Stmt &s) {
             return alcop::testing::emulate_tensor_cores(alcop::testing::break_tensor_cores(s, tc_fault));
         };
+        hooks.emulates_tensor_cores = true;
     }
+    alcop::testing::add_fault(hooks, fault);
     return hooks;
 }
 

@@ -95,10 +95,11 @@ int main(int argc, char **argv) {
     options.target = target;
     alcop::testing::Hooks hooks;
     MarkerCount markers;
-    hooks.tensor_cores = [&](const Internal::Stmt &s) {
+    hooks.output = [&](const Internal::Stmt &s) {
         s.accept(&markers);
         return alcop::testing::emulate_tensor_cores(s);
     };
+    hooks.emulates_tensor_cores = true;
     alcop::testing::enable(p, options, hooks);
 
     // The arguments in the generator's order: its inputs, then the output.

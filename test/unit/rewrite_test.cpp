@@ -19,7 +19,7 @@ namespace {
 
 alcop::testing::Hooks emulated() {
     alcop::testing::Hooks hooks;
-    hooks.copies = alcop::testing::make_emulated_async_copies;
+    alcop::testing::emulate_async_copies(hooks);
     return hooks;
 }
 
