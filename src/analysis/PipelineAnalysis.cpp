@@ -324,40 +324,75 @@ bool has_unowned_access(const Allocate *alloc, const std::map<const IRNode *, st
     return finder.found;
 }
 
-/** Analyzes one streaming loop; raises the user errors of the header comment. */
-PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelContext &entry,
-                          const std::map<std::string, PipelineRequest> &requests, const std::vector<std::string> &funcs,
-                          std::map<const IRNode *, std::string> &owner, bool &has_other_buffers) {
-    PipelineLoop result;
-    result.loop = loop;
-    const std::set<std::string> pipelined(funcs.begin(), funcs.end());
-
-    cut_loop_body(loop->body, pipelined, result.body.stmts);
+/** The accesses of each statement of the loop body to the shared allocation `alloc`, and
+ * what else each loads and stores. */
+std::vector<CollectAccesses> collect_accesses(const std::vector<Stmt> &stmts, const Allocate *alloc,
+                                              const KernelContext &entry) {
     std::vector<CollectAccesses> collected;
-    for (const Stmt &s : result.body.stmts) {
+    for (const Stmt &s : stmts) {
         collected.emplace_back(alloc->name, entry);
         s.accept(&collected.back());
     }
+    return collected;
+}
 
-    // Roles, and each pipelined Func's tile from the stores of its producer.
-    std::map<std::string, StagedBuffer> buffers;
-    std::set<std::string> stored_in_loop;
-    for (size_t i = 0; i < result.body.stmts.size(); i++) {
-        const Stmt &s = result.body.stmts[i];
-        const CollectAccesses &c = collected[i];
-        stored_in_loop.insert(c.stored.begin(), c.stored.end());
-        std::string produced;
-        for (const Access &a : c.accesses) {
-            if (a.is_store && pipelined.count(a.producing)) {
-                user_assert(produced.empty() || produced == a.producing)
-                    << pipeline_call(a.producing) << ": " << user_name(a.producing) << " and " << user_name(produced)
-                    << " are produced by one statement of " << describe_loop(loop)
-                    << "; give each its own compute_at() so that each can be prefetched.\n";
-                produced = a.producing;
-            }
+/** The pipelined Func whose production stores in statement `c` ("" for none): one at most. */
+std::string stored_production(const CollectAccesses &c, const std::set<std::string> &pipelined, const For *loop) {
+    std::string produced;
+    for (const Access &a : c.accesses) {
+        if (a.is_store && pipelined.count(a.producing)) {
+            user_assert(produced.empty() || produced == a.producing)
+                << pipeline_call(a.producing) << ": " << user_name(a.producing) << " and " << user_name(produced)
+                << " are produced by one statement of " << describe_loop(loop)
+                << "; give each its own compute_at() so that each can be prefetched.\n";
+            produced = a.producing;
         }
+    }
+    return produced;
+}
+
+/** The tile of `produced` from the accesses of its producer statement `c`, which must be
+ * stores of its own production, to bytes with constant bounds, and no other writes. */
+StagedBuffer producer_tile(const std::string &produced, const CollectAccesses &c, int stages, const For *loop,
+                           const Allocate *alloc) {
+    StagedBuffer b;
+    b.func = produced;
+    b.stages = stages;
+    b.begin = std::numeric_limits<int64_t>::max();
+    b.end = std::numeric_limits<int64_t>::min();
+    for (const Access &a : c.accesses) {
+        user_assert(a.producing == produced && a.is_store)
+            << pipeline_call(produced) << ": the producer of " << user_name(produced)
+            << " reads GPU shared memory. A pipelined producer may only read global memory: "
+            << "its copy of iteration k + stages - 1 runs before the consumers of iteration k.\n";
+        user_assert(a.range.known)
+            << pipeline_call(produced) << ": the place of " << user_name(produced)
+            << "'s tile in shared memory changes with the iterations of " << describe_loop(loop)
+            << " or has no constant bounds. Pipelining needs a tile of constant size and place; "
+            << "split the reduction exactly (e.g. RDom(0, tile, 0, count)) instead of guarding a tail.\n";
+        b.begin = std::min(b.begin, a.range.lo);
+        b.end = std::max(b.end, a.range.hi + 1);
+    }
+    user_assert(c.stored.empty()) << pipeline_call(produced) << ": the producer of " << user_name(produced)
+                                  << " also writes " << *c.stored.begin()
+                                  << "; a pipelined producer may only write its own shared tile.\n";
+    debug(2) << "alcop: " << produced << " occupies bytes [" << b.begin << ", " << b.end << ") of " << alloc->name
+             << " in " << describe_loop(loop) << "\n";
+    return b;
+}
+
+/** The role of each statement of `body` (a barrier, the producer of a pipelined Func, or
+ * compute), and the tile of each producer. */
+std::map<std::string, StagedBuffer> classify_statements(LoopBody &body, const std::vector<CollectAccesses> &collected,
+                                                        const std::set<std::string> &pipelined,
+                                                        const std::map<std::string, PipelineRequest> &requests,
+                                                        const For *loop, const Allocate *alloc) {
+    std::map<std::string, StagedBuffer> buffers;
+    for (size_t i = 0; i < body.stmts.size(); i++) {
+        const Stmt &s = body.stmts[i];
+        const std::string produced = stored_production(collected[i], pipelined, loop);
         if (is_barrier(s)) {
-            result.body.roles.push_back(StmtRole::Barrier);
+            body.roles.push_back(StmtRole::Barrier);
         } else if (!produced.empty() || !first_produced(s, pipelined).empty()) {
             user_assert(!produced.empty())
                 << pipeline_call(first_produced(s, pipelined)) << ": " << user_name(first_produced(s, pipelined))
@@ -367,49 +402,37 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 << pipeline_call(produced) << ": " << user_name(produced) << " is produced more than once in "
                 << describe_loop(loop) << ". Was a loop inside it, the one it is computed at, unrolled? Leave "
                 << "that loop serial: the pass pipelines its iterations, which unrolling removes.\n";
-            StagedBuffer b;
-            b.func = produced;
-            b.stages = requests.at(produced).stages;
-            b.begin = std::numeric_limits<int64_t>::max();
-            b.end = std::numeric_limits<int64_t>::min();
-            for (const Access &a : c.accesses) {
-                user_assert(a.producing == produced && a.is_store)
-                    << pipeline_call(produced) << ": the producer of " << user_name(produced)
-                    << " reads GPU shared memory. A pipelined producer may only read global memory: "
-                    << "its copy of iteration k + stages - 1 runs before the consumers of iteration k.\n";
-                user_assert(a.range.known)
-                    << pipeline_call(produced) << ": the place of " << user_name(produced)
-                    << "'s tile in shared memory changes with the iterations of " << describe_loop(loop)
-                    << " or has no constant bounds. Pipelining needs a tile of constant size and place; "
-                    << "split the reduction exactly (e.g. RDom(0, tile, 0, count)) instead of guarding a tail.\n";
-                b.begin = std::min(b.begin, a.range.lo);
-                b.end = std::max(b.end, a.range.hi + 1);
-            }
-            user_assert(c.stored.empty())
-                << pipeline_call(produced) << ": the producer of " << user_name(produced) << " also writes "
-                << *c.stored.begin() << "; a pipelined producer may only write its own shared tile.\n";
-            debug(2) << "alcop: " << produced << " occupies bytes [" << b.begin << ", " << b.end << ") of "
-                     << alloc->name << " in " << describe_loop(loop) << "\n";
-            buffers[produced] = b;
-            result.body.roles.push_back(StmtRole::Producer);
+            buffers[produced] = producer_tile(produced, collected[i], requests.at(produced).stages, loop, alloc);
+            body.roles.push_back(StmtRole::Producer);
         } else {
-            result.body.roles.push_back(StmtRole::Compute);
+            body.roles.push_back(StmtRole::Compute);
         }
-        result.body.produced.push_back(produced);
+        body.produced.push_back(produced);
     }
+    return buffers;
+}
 
-    // Read-after-write: a producer runs stages - 1 iterations early, so it must not read
-    // anything the loop writes.
-    for (size_t i = 0; i < result.body.stmts.size(); i++) {
-        if (result.body.roles[i] != StmtRole::Producer) continue;
+/** Read-after-write: a producer runs stages - 1 iterations early, so it must not read
+ * anything the loop writes. */
+void check_producers_read_nothing_written(const LoopBody &body, const std::vector<CollectAccesses> &collected,
+                                          const For *loop) {
+    std::set<std::string> stored_in_loop;
+    for (const CollectAccesses &c : collected) {
+        stored_in_loop.insert(c.stored.begin(), c.stored.end());
+    }
+    for (size_t i = 0; i < body.stmts.size(); i++) {
+        if (body.roles[i] != StmtRole::Producer) continue;
         for (const std::string &name : collected[i].loaded) {
             user_assert(!stored_in_loop.count(name))
-                << pipeline_call(result.body.produced[i]) << ": the producer of " << user_name(result.body.produced[i])
-                << " reads " << name << ", which " << describe_loop(loop)
+                << pipeline_call(body.produced[i]) << ": the producer of " << user_name(body.produced[i]) << " reads "
+                << name << ", which " << describe_loop(loop)
                 << " writes. Prefetching it would read a value before it is written.\n";
         }
     }
+}
 
+/** The tiles must not overlap: every access is told apart by the tile it lies in. */
+void check_tiles_apart(const std::map<std::string, StagedBuffer> &buffers) {
     for (const auto &a : buffers) {
         for (const auto &b : buffers) {
             user_assert(a.first == b.first || a.second.end <= b.second.begin || b.second.end <= a.second.begin)
@@ -421,14 +444,20 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
                 << "thread block; make the copy's thread count divide the tile.\n";
         }
     }
+}
 
-    // Owners of the consumers' accesses.
+/** The pipelined buffer each access of the loop body belongs to (`owner`): a producer's, its
+ * own; a consumer's, the tile it lies in, which must be produced before and not written there.
+ * `has_other_buffers` is set where an access lies in no tile. */
+void assign_owners(const LoopBody &body, const std::vector<CollectAccesses> &collected,
+                   const std::map<std::string, StagedBuffer> &buffers, const For *loop,
+                   std::map<const IRNode *, std::string> &owner, bool &has_other_buffers) {
     std::set<std::string> seen_produced;
-    for (size_t i = 0; i < result.body.stmts.size(); i++) {
-        if (result.body.roles[i] == StmtRole::Producer) {
-            seen_produced.insert(result.body.produced[i]);
+    for (size_t i = 0; i < body.stmts.size(); i++) {
+        if (body.roles[i] == StmtRole::Producer) {
+            seen_produced.insert(body.produced[i]);
             for (const Access &a : collected[i].accesses) {
-                owner[a.node] = result.body.produced[i];
+                owner[a.node] = body.produced[i];
             }
             continue;
         }
@@ -458,7 +487,22 @@ PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelCo
             owner[a.node] = found;
         }
     }
+}
 
+/** Analyzes one streaming loop, phase by phase; raises the user errors of the header comment. */
+PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelContext &entry,
+                          const std::map<std::string, PipelineRequest> &requests, const std::vector<std::string> &funcs,
+                          std::map<const IRNode *, std::string> &owner, bool &has_other_buffers) {
+    PipelineLoop result;
+    result.loop = loop;
+    const std::set<std::string> pipelined(funcs.begin(), funcs.end());
+    cut_loop_body(loop->body, pipelined, result.body.stmts);
+    const std::vector<CollectAccesses> collected = collect_accesses(result.body.stmts, alloc, entry);
+    const std::map<std::string, StagedBuffer> buffers =
+        classify_statements(result.body, collected, pipelined, requests, loop, alloc);
+    check_producers_read_nothing_written(result.body, collected, loop);
+    check_tiles_apart(buffers);
+    assign_owners(result.body, collected, buffers, loop, owner, has_other_buffers);
     for (const std::string &f : funcs) {
         user_assert(buffers.count(f)) << pipeline_call(f) << ": " << user_name(f)
                                       << " is not stored in the kernel's GPU shared memory. "

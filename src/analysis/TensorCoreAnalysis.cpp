@@ -404,6 +404,47 @@ std::optional<int64_t> evaluate_lane(Expr e, const std::map<std::string, Expr> &
     return std::nullopt;
 }
 
+std::map<std::string, int> fragment_stages(const std::vector<TensorCoreUse> &uses,
+                                           const std::map<std::string, PipelineRequest> &requests) {
+    std::map<std::string, int> stages;
+    for (const TensorCoreUse &u : uses) {
+        auto r = requests.find(u.accumulator);
+        if (r != requests.end() && r->second.level == Level::Register) stages[u.accumulator] = r->second.stages;
+    }
+    return stages;
+}
+
+void check_fragment_stages(const std::vector<TensorCoreUse> &uses,
+                           const std::map<std::string, PipelineRequest> &requests, int register_limit) {
+    auto pipelined = [&](const std::string &f) {
+        auto r = requests.find(f);
+        return r != requests.end() && r->second.level == Level::Shared && r->second.stages > 1;
+    };
+    const std::map<std::string, int> stages = fragment_stages(uses, requests);
+    for (const TensorCoreUse &u : uses) {
+        auto r = stages.find(u.accumulator);
+        if (r == stages.end()) continue;
+        // The next chunk's first fragments are read while the current chunk's are in use:
+        // only a slot of a shared-level pipeline holds it then.
+        user_assert(r->second < 2 || (pipelined(u.a) && pipelined(u.b)))
+            << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second
+            << ", Level::Register): the register stages of tensor-core fragments prefetch across the chunks of "
+            << "a shared-level pipeline of both operands; pipeline " << user_name(u.a) << " and " << user_name(u.b)
+            << " too (alcop::pipeline(f, stages) with stages >= 2).\n";
+        // Each stage holds the ldmatrix.x4 registers of one k step: 4 per 16 rows of the
+        // warp tile (A) and 4 per 16 columns (B).
+        const int registers = r->second * 4 * (u.tile.warp_m / 16 + u.tile.warp_n / 16);
+        user_assert(registers <= register_limit)
+            << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second
+            << ", Level::Register): the tensor-core fragments of a " << u.tile.warp_m << " x " << u.tile.warp_n
+            << " warp tile would take " << registers << " 32-bit registers per thread (" << r->second
+            << " stages x 4 ldmatrix registers per 16 rows and per 16 columns), more than the limit of "
+            << register_limit << ". Use fewer register stages or a smaller warp tile, or raise the limit with "
+            << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
+            << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
+    }
+}
+
 std::string tensor_cores_call(const std::string &func) {
     return "alcop::tensor_cores(" + user_name(func) + ")";
 }

@@ -76,6 +76,18 @@ std::vector<TensorCoreUse> analyze_tensor_cores(const Halide::Internal::Stmt &s,
                                                 const std::vector<Halide::Internal::Function> &outputs,
                                                 const Halide::Target &target, bool any_target = false);
 
+/** The register stages requested of the accumulators of `uses` among `requests`
+ * (alcop::pipeline(accumulator, R, Level::Register)): their fragments' stages, which the
+ * inner-product rewrite builds, not a register-level pipeline of the accumulator's own. */
+std::map<std::string, int> fragment_stages(const std::vector<TensorCoreUse> &uses,
+                                           const std::map<std::string, PipelineRequest> &requests);
+
+/** User errors for fragment stages that cannot be had: R >= 2 where the operands are not both
+ * pipelined at the shared level among `requests` (the next chunk's first fragments are read
+ * from a slot), or fragments of R stages that take more than `register_limit` registers. */
+void check_fragment_stages(const std::vector<TensorCoreUse> &uses,
+                           const std::map<std::string, PipelineRequest> &requests, int register_limit);
+
 /** How the user errors start: "alcop::tensor_cores(P)". */
 std::string tensor_cores_call(const std::string &func);
 

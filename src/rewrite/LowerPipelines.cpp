@@ -49,17 +49,6 @@ bool print_auto_choices() {
 
 /** alcop::auto_pipeline: the explicit requests and the policy's (plan/AutoPipeline.h), under
  * the limits check_resource_limits() applies (plan/ResourceLimits.h). */
-/** The register stages requested of the tensor-core accumulators among `requests`. */
-std::map<std::string, int> fragment_stages(const std::vector<TensorCoreUse> &tensor_cores,
-                                           const std::map<std::string, PipelineRequest> &requests) {
-    std::map<std::string, int> stages;
-    for (const TensorCoreUse &u : tensor_cores) {
-        auto r = requests.find(u.accumulator);
-        if (r != requests.end() && r->second.level == Level::Register) stages[u.accumulator] = r->second.stages;
-    }
-    return stages;
-}
-
 std::map<std::string, PipelineRequest>
 automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
                    const std::map<std::string, PipelineRequest> &explicit_requests,
@@ -138,41 +127,19 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
 Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, PipelineRequest> &requests,
                                 const std::vector<TensorCoreUse> &uses, const Options &options,
                                 const testing::Hooks &hooks, std::vector<SwizzledBuffer> *swizzled) {
-    std::set<std::string> operands, pipelined;
-    // Register stages asked of a tensor-core accumulator are its fragments' (the inner-product
-    // rewrite builds them), not a register-level pipeline of its own.
+    check_fragment_stages(uses, requests, fragment_register_limit(options));
+    const std::map<std::string, int> register_stages = fragment_stages(uses, requests);
     std::map<std::string, PipelineRequest> pipelines = requests;
-    std::map<std::string, int> register_stages;
-    for (const auto &r : pipelines) {
-        if (r.second.stages > 1 && r.second.level == Level::Shared) pipelined.insert(r.first);
+    for (const auto &r : register_stages) {
+        pipelines.erase(r.first);
     }
+    std::set<std::string> operands, pipelined;
     for (const TensorCoreUse &u : uses) {
         operands.insert(u.a);
         operands.insert(u.b);
-        auto r = pipelines.find(u.accumulator);
-        if (r != pipelines.end() && r->second.level == Level::Register) {
-            // The next chunk's first fragments are read while the current chunk's are in use:
-            // only a slot of a shared-level pipeline holds it then.
-            user_assert(r->second.stages < 2 || (pipelined.count(u.a) && pipelined.count(u.b)))
-                << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second.stages
-                << ", Level::Register): the register stages of tensor-core fragments prefetch across the chunks of "
-                << "a shared-level pipeline of both operands; pipeline " << user_name(u.a) << " and " << user_name(u.b)
-                << " too (alcop::pipeline(f, stages) with stages >= 2).\n";
-            // Each stage holds the ldmatrix.x4 registers of one k step: 4 per 16 rows of the
-            // warp tile (A) and 4 per 16 columns (B).
-            const int registers = r->second.stages * 4 * (u.tile.warp_m / 16 + u.tile.warp_n / 16);
-            const int limit = fragment_register_limit(options);
-            user_assert(registers <= limit)
-                << "alcop::pipeline(" << user_name(u.accumulator) << ", " << r->second.stages
-                << ", Level::Register): the tensor-core fragments of a " << u.tile.warp_m << " x " << u.tile.warp_n
-                << " warp tile would take " << registers << " 32-bit registers per thread (" << r->second.stages
-                << " stages x 4 ldmatrix registers per 16 rows and per 16 columns), more than the limit of " << limit
-                << ". Use fewer register stages or a smaller warp tile, or raise the limit with "
-                << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
-                << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
-            register_stages[u.accumulator] = r->second.stages;
-            pipelines.erase(r);
-        }
+    }
+    for (const auto &r : pipelines) {
+        if (r.second.stages > 1 && r.second.level == Level::Shared) pipelined.insert(r.first);
     }
     std::vector<SwizzleAlignedSlots> aligned_slots;
     Stmt result = inject_pipelines(recover_global_alignment(s), pipelines, options, hooks, operands, &aligned_slots);
