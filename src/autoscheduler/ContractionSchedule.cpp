@@ -2,6 +2,8 @@
 
 #include "Error.h"
 
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace alcop {
@@ -315,19 +317,13 @@ void split_off_reduction(Schedule &schedule, const Contraction &c) {
     schedule.rfactor(out);
 }
 
-Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
-                              std::vector<std::string> &warnings) {
-    const ContractionFuncs funcs = pipeline_funcs(schedule, c);
-    const FuncRef out = funcs.out, f = funcs.f;
-    const model::Schedule &s = m.s;
-    const int threads_x = s.bn / s.tn;
-    const std::vector<int> md = c.m_dims();
+namespace {
 
-    // --- Where the reduction's split by KT is exact: at a constant K it divides, or in a branch
-    // specialized on the estimated K. Every other K runs the same chunks with the last one
-    // guarded (schedule_update, stage_operand).
+/** Where the reduction's split by KT is exact: at a constant K it divides, or in a branch
+ * specialized on the estimated K (`k_cond`, on f). Every other K runs the same chunks with the
+ * last one guarded (schedule_update, stage_operand). */
+Chunking chunk_reduction(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef f, Condition &k_cond) {
     const ContractionRVar &r0 = c.rvars[0];
-    Condition k_cond;
     Chunking chunking;
     if (m.k_divisible && is_const(r0.extent)) {
         chunking.exact = true;
@@ -347,12 +343,35 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
             "the estimated extent " + std::to_string(r0.extent_estimate) + " is not a multiple of the k tile";
     }
     chunking.condition = schedule.expr(k_cond);
+    return chunking;
+}
 
-    // --- The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When
-    // the output accumulates f (out = init; out += f), its init is one kernel and its update,
-    // which reads f, the other: both tiled alike.
+/** Fuses the output's dimensions other than those in `tiled` (batches, further M dimensions)
+ * into one, which indexes blocks; an empty Dim where there are none. */
+Dim fuse_block_dims(Chain &o, const Contraction &c, const std::set<int> &tiled) {
+    Dim z;
+    for (size_t i = 0; i < c.dims.size(); i++) {
+        if (tiled.count((int)i)) continue;
+        const Dim d{c.dims[i].output_var};
+        if (z.name.empty()) {
+            z = d;
+        } else {
+            const Dim fused{z.name + "_" + d.name};
+            o.fuse(z, d, fused);
+            z = fused;
+        }
+    }
+    return z;
+}
+
+/** The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When the
+ * output accumulates f (out = init; out += f), its init is one kernel and its update, which
+ * reads f, the other: both tiled alike. Returns the N block loop. */
+Dim tile_output(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef out) {
+    const model::Schedule &s = m.s;
+    const std::vector<int> md = c.m_dims();
     const int reading_stage = c.output_accumulates ? 1 : 0;
-    Dim n_o{c.dims[c.n_dim()].output_var + "_o"};
+    const Dim n_o{c.dims[c.n_dim()].output_var + "_o"};
     for (int stage = 0; stage <= reading_stage; stage++) {
         Chain o = schedule.stage(out, stage ? 0 : -1);
         const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
@@ -363,6 +382,7 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
             .split({mx}, mx_o, mx_i, m.bx, TailStrategy::GuardWithIf)
             .split(mx_i, mx_t, mx_r, s.tm, TailStrategy::GuardWithIf);
         Dim m_t = mx_t, m_o = mx_o;
+        std::set<int> tiled{c.n_dim(), md[0]};
         if (md.size() > 1) {
             const std::string my = c.dims[md[1]].output_var;
             Dim my_o{my + "_o"}, my_i{my + "_i"};
@@ -370,54 +390,101 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
             m_t = {mx + "_" + my + "_t"};
             m_o = {mx + "_" + my + "_o"};
             o.fuse(mx_t, my_i, m_t).fuse(mx_o, my_o, m_o);
+            tiled.insert(md[1]);
         }
-        // Every other dimension (batches, further M dimensions) indexes blocks.
         std::vector<Dim> blocks{n_o, m_o};
-        Dim z;
-        for (size_t i = 0; i < c.dims.size(); i++) {
-            if ((int)i == c.n_dim() || (int)i == md[0] || (md.size() > 1 && (int)i == md[1])) continue;
-            Dim d{c.dims[i].output_var};
-            if (z.name.empty()) {
-                z = d;
-            } else {
-                Dim fused{z.name + "_" + d.name};
-                o.fuse(z, d, fused);
-                z = fused;
-            }
-        }
         std::vector<Dim> order{n_r, mx_r, n_t, m_t, n_o, m_o};
-        if (!z.name.empty()) {
+        if (const Dim z = fuse_block_dims(o, c, tiled); !z.name.empty()) {
             order.push_back(z);
             blocks.push_back(z);
         }
         o.reorder(order).gpu_blocks(blocks).gpu_threads({n_t, m_t}).unroll(n_r).unroll(mx_r);
         o.done();
     }
-    {
-        // --- The accumulators: one block tile in registers, each thread its TN x TM window.
-        // (When the output accumulates f, only its update stage has a use of f inside x_o,
-        // which is where Halide places f.)
-        Chain acc = schedule.func(f);
-        acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
-        for (const ContractionDim &d : c.dims) {
-            int extent = 1;
-            if (d.role == DimRole::N) extent = s.bn;
-            if (d.output_dim == c.dims[md[0]].output_dim) extent = m.bx;
-            if (md.size() > 1 && d.output_dim == c.dims[md[1]].output_dim) extent = m.by;
-            acc.bound_extent({d.reduction_var}, extent);
-        }
-        acc.done();
+    return n_o;
+}
+
+/** The accumulators: one block tile in registers, computed at the N block loop `n_o` of the
+ * output, each dimension bounded to its extent in `tile_extents` (by index in c.dims; 1 for
+ * the others). (When the output accumulates f, only its update stage has a use of f inside
+ * n_o, which is where Halide places f.) */
+void place_accumulators(Schedule &schedule, const Contraction &c, FuncRef f, FuncRef out, const Dim &n_o,
+                        const std::map<int, int> &tile_extents) {
+    Chain acc = schedule.func(f);
+    acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
+    for (size_t i = 0; i < c.dims.size(); i++) {
+        auto e = tile_extents.find((int)i);
+        acc.bound_extent({c.dims[i].reduction_var}, e == tile_extents.end() ? 1 : e->second);
     }
-    {
-        Chain init = schedule.stage(f);
-        BlockLoops b = split_block(init, c, m);
-        std::vector<Dim> order = b.reg;
-        order.push_back(b.n_t);
-        order.push_back(b.m_t);
-        init.reorder(order).gpu_threads({b.n_t, b.m_t});
-        for (const Dim &d : b.reg) init.unroll(d);
-        init.done();
+    acc.done();
+}
+
+/** f's initialization: each thread its TN x TM window of the block tile. */
+void schedule_init(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef f) {
+    Chain init = schedule.stage(f);
+    BlockLoops b = split_block(init, c, m);
+    std::vector<Dim> order = b.reg;
+    order.push_back(b.n_t);
+    order.push_back(b.m_t);
+    init.reorder(order).gpu_threads({b.n_t, b.m_t});
+    for (const Dim &d : b.reg) init.unroll(d);
+    init.done();
+}
+
+/** Each thread's fragment of operand `o`'s staged tile `w` at one k step, in registers, R
+ * slots: read as vectors along the dimension where it is contiguous (B's N; A's M when its
+ * tile is transposed), so that the Stmt has the ld.shared.v4 the PTX has and the bank conflict
+ * check sees the real accesses. */
+void schedule_fragment(Schedule &schedule, const Contraction &c, const Mapping &m, const Operand *o, FuncRef w,
+                       FuncRef f) {
+    const model::Schedule &s = m.s;
+    const bool transposed = o == &c.a && transposes_a(c, m);
+    const FuncRef frag = schedule.wrapper(w, f);
+    Chain fc = schedule.func(frag);
+    fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
+    const int dense = fragment_dim(c, *o);
+    const int extent = o == &c.a ? s.tm : s.tn;
+    const int width = extent % fragment_vector_width == 0 ? fragment_vector_width : extent % 2 == 0 ? 2 : 1;
+    std::vector<Dim> fargs;
+    for (const Var &v : schedule.handle(frag).args()) fargs.push_back({v.name()});
+    if (dense >= 0 && (o != &c.a || transposed) && width > 1) {
+        const Dim v{fargs[dense].name + "_v"};
+        fc.split(fargs[dense], fargs[dense], v, width).vectorize(v);
     }
+    for (const Dim &d : fargs) fc.unroll(d);
+    fc.done();
+    if (s.reg_stages > 1) schedule.pipeline(frag, s.reg_stages, true);
+}
+
+/** The condition under which the operands are copied directly: K split exactly (`k_cond`) and
+ * the output a whole number of block tiles. */
+Condition direct_copy_condition(const Contraction &c, const Mapping &m, FuncRef out, const Condition &k_cond) {
+    Condition cond = k_cond;
+    auto require = [&](int dim, int tile) {
+        cond.terms.push_back({Condition::Term::Kind::OutputExtentDivides, out, dim, tile});
+    };
+    const std::vector<int> md = c.m_dims();
+    require(c.dims[c.n_dim()].output_dim, m.s.bn);
+    require(c.dims[md[0]].output_dim, m.bx);
+    if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
+    return cond;
+}
+
+}  // namespace
+
+Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
+                              std::vector<std::string> &warnings) {
+    const ContractionFuncs funcs = pipeline_funcs(schedule, c);
+    const FuncRef out = funcs.out, f = funcs.f;
+    const std::vector<int> md = c.m_dims();
+
+    Condition k_cond;
+    const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
+    const Dim n_o = tile_output(schedule, c, m, out);
+    std::map<int, int> tile{{c.n_dim(), m.s.bn}, {md[0], m.bx}};
+    if (md.size() > 1) tile[md[1]] = m.by;
+    place_accumulators(schedule, c, f, out, n_o, tile);
+    schedule_init(schedule, c, m, f);
     // The update: the exact branch first (a specialization copies the schedule so far).
     if (chunking.exact) {
         Chain exact = schedule.stage(f, 0, k_cond);
@@ -428,60 +495,61 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
         schedule_update(guarded, c, m);
     }
 
-    // --- The staged operands.
-    Condition copy_cond = k_cond;
-    {
-        auto require = [&](int dim, int tile) {
-            copy_cond.terms.push_back({Condition::Term::Kind::OutputExtentDivides, out, dim, tile});
-        };
-        require(c.dims[c.n_dim()].output_dim, s.bn);
-        require(c.dims[md[0]].output_dim, m.bx);
-        if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
-    }
+    // The staged operands, and their register fragments.
     Copies copies;
     copies.direct = chunking.exact;
     copies.generic = chunking.guarded;
-    copies.condition = copy_cond;
-    copies.threads_x = threads_x;
+    copies.condition = direct_copy_condition(c, m, out, k_cond);
+    copies.threads_x = m.s.bn / m.s.tn;
     copies.k_exact = chunking.exact && !k_cond.defined();
-    if (chunking.exact && copy_cond.defined()) {
+    if (chunking.exact && copies.condition.defined()) {
         // The fast branch gets a kernel of its own. With both branches of every copy in one
         // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
         // in the fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers
         // (one block per SM) in one kernel, 128 in its own (two), as the hand-written kernel.
         // Inside out's branch the copies' identical conditions simplify away.
-        schedule.stage(out, reading_stage ? 0 : -1, copy_cond).done();
+        schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
     }
     for (const Operand *o : {&c.a, &c.b}) {
         const FuncRef w = stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
-        const bool transposed = o == &c.a && transposes_a(c, m);
-
-        if (uses_fragments(c, m)) {
-            // Each thread's fragment of the operand at one k step, in registers, R slots: read
-            // as vectors along the dimension where it is contiguous (B's N; A's M when its tile
-            // is transposed), so that the Stmt has the ld.shared.v4 the PTX has and the bank
-            // conflict check sees the real accesses.
-            const FuncRef frag = schedule.wrapper(w, f);
-            Chain fc = schedule.func(frag);
-            fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
-            const int dense = fragment_dim(c, *o);
-            const int extent = o == &c.a ? s.tm : s.tn;
-            const int width = extent % fragment_vector_width == 0 ? fragment_vector_width : extent % 2 == 0 ? 2 : 1;
-            std::vector<Dim> fargs;
-            for (const Var &v : schedule.handle(frag).args()) fargs.push_back({v.name()});
-            if (dense >= 0 && (o != &c.a || transposed) && width > 1) {
-                const Dim v{fargs[dense].name + "_v"};
-                fc.split(fargs[dense], fargs[dense], v, width).vectorize(v);
-            }
-            for (const Dim &d : fargs) fc.unroll(d);
-            fc.done();
-            if (s.reg_stages > 1) schedule.pipeline(frag, s.reg_stages, true);
-        }
+        if (uses_fragments(c, m)) schedule_fragment(schedule, c, m, o, w, f);
     }
     clamp_initial_inputs(schedule, c, f);
     schedule.enable();
     return chunking;
 }
+
+namespace {
+
+/** The tensor-core output: block tiles on GPU blocks (N, the first M dimension, then every
+ * other dimension fused), and in each block the accumulators' warp layout on the threads,
+ * which is what lets each thread read only the accumulators its lane holds. Both stages when
+ * the output accumulates f. Returns the N block loop. */
+Dim tile_tensor_core_output(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef out) {
+    const model::Schedule &s = m.s;
+    const std::vector<int> md = c.m_dims();
+    const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
+    const int reading_stage = c.output_accumulates ? 1 : 0;
+    const Dim n_o{n_dim.output_var + "_o"}, n_i{n_dim.output_var + "_i"};
+    const Dim m_o{m_dim.output_var + "_o"}, m_i{m_dim.output_var + "_i"};
+    for (int stage = 0; stage <= reading_stage; stage++) {
+        Chain o = schedule.stage(out, stage ? 0 : -1);
+        o.split({n_dim.output_var}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
+            .split({m_dim.output_var}, m_o, m_i, s.bm, TailStrategy::GuardWithIf);
+        std::vector<Dim> blocks{n_o, m_o};
+        std::vector<Dim> order{n_i, m_i, n_o, m_o};
+        if (const Dim z = fuse_block_dims(o, c, {c.n_dim(), md[0]}); !z.name.empty()) {
+            order.push_back(z);
+            blocks.push_back(z);
+        }
+        o.reorder(order).gpu_blocks(blocks);
+        o.done();
+        schedule.tensor_core_tile({out, stage ? 0 : -1}, n_i, m_i, s.tm, s.tn);
+    }
+    return n_o;
+}
+
+}  // namespace
 
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings) {
@@ -491,50 +559,9 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     const std::vector<int> md = c.m_dims();
     const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
 
-    // --- The output: block tiles on GPU blocks (N, the first M dimension, then every other
-    // dimension fused), and in each block the accumulators' warp layout on the threads, which
-    // is what lets each thread read only the accumulators its lane holds. Both stages when the
-    // output accumulates f.
-    const int reading_stage = c.output_accumulates ? 1 : 0;
-    const Dim n_o{n_dim.output_var + "_o"}, n_i{n_dim.output_var + "_i"};
-    const Dim m_o{m_dim.output_var + "_o"}, m_i{m_dim.output_var + "_i"};
-    for (int stage = 0; stage <= reading_stage; stage++) {
-        Chain o = schedule.stage(out, stage ? 0 : -1);
-        o.split({n_dim.output_var}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
-            .split({m_dim.output_var}, m_o, m_i, s.bm, TailStrategy::GuardWithIf);
-        std::vector<Dim> blocks{n_o, m_o};
-        Dim z;
-        for (size_t i = 0; i < c.dims.size(); i++) {
-            if ((int)i == c.n_dim() || (int)i == md[0]) continue;
-            const Dim d{c.dims[i].output_var};
-            if (!z.name.empty()) {
-                const Dim fused{z.name + "_" + d.name};
-                o.fuse(z, d, fused);
-                z = fused;
-            } else {
-                z = d;
-            }
-        }
-        std::vector<Dim> order{n_i, m_i, n_o, m_o};
-        if (!z.name.empty()) {
-            order.push_back(z);
-            blocks.push_back(z);
-        }
-        o.reorder(order).gpu_blocks(blocks);
-        o.done();
-        schedule.tensor_core_tile({out, stage ? 0 : -1}, n_i, m_i, s.tm, s.tn);
-    }
-
-    // --- The accumulators: one block tile in registers, in the same warp layout.
-    {
-        Chain acc = schedule.func(f);
-        acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
-        for (const ContractionDim &d : c.dims) {
-            const int extent = &d == &n_dim ? s.bn : &d == &m_dim ? s.bm : 1;
-            acc.bound_extent({d.reduction_var}, extent);
-        }
-        acc.done();
-    }
+    const Dim n_o = tile_tensor_core_output(schedule, c, m, out);
+    // The accumulators, in the same warp layout.
+    place_accumulators(schedule, c, f, out, n_o, {{c.n_dim(), s.bn}, {md[0], s.bm}});
     const Dim x{n_dim.reduction_var}, y{m_dim.reduction_var};
     schedule.tensor_core_tile({f, -1}, x, y, s.tm, s.tn);
     // The update: K in chunks of KT (a constant KT divides: tensor_cores_apply()), whose k loop
@@ -546,7 +573,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     }
     schedule.tensor_core_tile({f, 0}, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
 
-    // --- The staged operands, read directly where the output is a whole number of block tiles
+    // The staged operands, read directly where the output is a whole number of block tiles
     // (a kernel of its own) and at clamped coordinates elsewhere.
     Copies copies;
     copies.direct = true;
@@ -557,7 +584,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
         {Condition::Term::Kind::OutputExtentDivides, out, n_dim.output_dim, (int64_t)s.bn});
     copies.condition.terms.push_back(
         {Condition::Term::Kind::OutputExtentDivides, out, m_dim.output_dim, (int64_t)s.bm});
-    schedule.stage(out, reading_stage ? 0 : -1, copies.condition).done();
+    schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
     for (const Operand *o : {&c.a, &c.b}) {
         stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
     }
