@@ -5,9 +5,10 @@
     python3 tools/encoder_peers.py DIR [--runs 50]
 
 Reads what the app wrote (shape.txt, the tensors as raw fp32, its output and its layer time),
-runs the layer in fp16 on the GPU with PyTorch eager, torch.compile (Inductor: Triton kernels)
-and JAX jit (XLA), and prints each one's latency (median of --runs after warm-up), its ratio to
-the app's, and how far its output is from the app's. A peer that is not installed is skipped with
+runs the layer in the app's element type (fp16, or bf16 from encoder_layer_cuda_bf16) on the GPU
+with PyTorch eager, torch.compile (Inductor: Triton kernels) and JAX jit (XLA), and prints each
+one's latency (median of --runs after warm-up), its ratio to the app's, and how far its output
+is from the app's. A peer that is not installed is skipped with
 a line saying so. Needs a CUDA GPU.
 """
 
@@ -25,7 +26,8 @@ def load(directory):
     with open(os.path.join(directory, "shape.txt")) as f:
         for line in f:
             key, value = line.split()
-            shape[key] = float(value) if key == "layer_ms" else int(value)
+            shape[key] = float(value) if key == "layer_ms" else value if key == "element" else int(value)
+    shape.setdefault("element", "f16")  # dumps from before the app had a bf16 build
     h, f, t = shape["hidden"], shape["ffn"], shape["seq"] * shape["batch"]
     sizes = {"x": (t, h), "mask": (shape["batch"], shape["seq"]), "wqkv": (3 * h, h), "bqkv": (3 * h,),
              "wo": (h, h), "bo": (h,), "g1": (h,), "b1": (h,), "w1": (f, h), "c1": (f,), "w2": (h, f),
@@ -73,9 +75,10 @@ def run_torch(shape, tensors, runs, results):
         print("PyTorch: not installed, skipped")
         return
     dev = torch.device("cuda")
-    t = {k: torch.from_numpy(v).to(dev, torch.float16) for k, v in tensors.items() if k not in ("x", "mask", "out")}
-    x = torch.from_numpy(tensors["x"]).to(dev, torch.float16)
-    mask = torch.from_numpy(tensors["mask"]).to(dev, torch.float16)
+    dtype = torch.bfloat16 if shape["element"] == "bf16" else torch.float16
+    t = {k: torch.from_numpy(v).to(dev, dtype) for k, v in tensors.items() if k not in ("x", "mask", "out")}
+    x = torch.from_numpy(tensors["x"]).to(dev, dtype)
+    mask = torch.from_numpy(tensors["mask"]).to(dev, dtype)
     layer = torch_layer(shape, t)
     with torch.no_grad():
         out = layer(x, mask)
@@ -99,20 +102,21 @@ def run_jax(shape, tensors, runs, results):
         return
     heads, seq, batch = shape["heads"], shape["seq"], shape["batch"]
     d = shape["hidden"] // heads
-    w = {k: jnp.asarray(v, dtype=jnp.float16) for k, v in tensors.items() if k not in ("out",)}
+    dtype = jnp.bfloat16 if shape["element"] == "bf16" else jnp.float16
+    w = {k: jnp.asarray(v, dtype=dtype) for k, v in tensors.items() if k not in ("out",)}
 
     def layernorm(v, g, b):
         v32 = v.astype(jnp.float32)
         mean = v32.mean(-1, keepdims=True)
         var = ((v32 - mean) ** 2).mean(-1, keepdims=True)
-        return ((v32 - mean) / jnp.sqrt(var + 1e-12) * g + b).astype(jnp.float16)
+        return ((v32 - mean) / jnp.sqrt(var + 1e-12) * g + b).astype(dtype)
 
     def layer(w):
         x = w["x"]
         qkv = (x @ w["wqkv"].T + w["bqkv"]).reshape(batch, seq, 3, heads, d).transpose(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
-        scores = q @ k.swapaxes(-1, -2) / jnp.float16(d ** 0.5) + w["mask"][:, None, None, :]
-        p = jax.nn.softmax(scores.astype(jnp.float32), -1).astype(jnp.float16)
+        scores = q @ k.swapaxes(-1, -2) / dtype(d ** 0.5) + w["mask"][:, None, None, :]
+        p = jax.nn.softmax(scores.astype(jnp.float32), -1).astype(dtype)
         context = (p @ v).transpose(0, 2, 1, 3).reshape(batch * seq, heads * d)
         x1 = layernorm(context @ w["wo"].T + w["bo"] + x, w["g1"], w["b1"])
         up = jax.nn.gelu(x1 @ w["w1"].T + w["c1"], approximate=False)
@@ -136,8 +140,8 @@ def main():
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
     shape, tensors = load(args.directory)
-    print("BERT encoder layer: hidden %d, %d heads, FFN %d, sequence %d, batch %d (fp16)"
-          % (shape["hidden"], shape["heads"], shape["ffn"], shape["seq"], shape["batch"]))
+    print("BERT encoder layer: hidden %d, %d heads, FFN %d, sequence %d, batch %d (%s)"
+          % (shape["hidden"], shape["heads"], shape["ffn"], shape["seq"], shape["batch"], shape["element"]))
     results = {}
     run_torch(shape, tensors, args.runs, results)
     run_jax(shape, tensors, args.runs, results)

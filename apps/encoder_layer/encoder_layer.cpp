@@ -1,5 +1,6 @@
 // One BERT encoder layer, end to end, through eight AOT-compiled pipelines of this project's
-// generators (CMakeLists.txt): fp16 on tensor cores on CUDA, fp32 on OpenCL (pocl in CI).
+// generators (CMakeLists.txt): fp16 (or bf16: encoder_layer_cuda_bf16) on tensor cores on CUDA,
+// fp32 on OpenCL (pocl in CI).
 //
 //   QKV     = X Wqkv^T + bqkv                         gemm, b_k_major, fused bias
 //   S       = Q K^T per sequence and head             bmm over (head, sequence), b_k_major: K read in place
@@ -13,7 +14,7 @@
 // token, head, sequence)), and writes C the same way. The output is checked against a double-precision reference of the layer on the
 // same (rounded) weights and inputs, within a tolerance derived from the roundings of each stage.
 //
-//   encoder_layer_{opencl,cuda} [--config tiny|base] [--seq N] [--batch B] [--runs R] [--dump DIR]
+//   encoder_layer_{opencl,cuda,cuda_bf16} [--config tiny|base] [--seq N] [--batch B] [--runs R] [--dump DIR]
 //
 // --dump DIR writes the weights, inputs, output and the layer's time for tools/encoder_peers.py,
 // which runs the same layer in PyTorch (eager, torch.compile) and JAX (XLA) on a GPU.
@@ -23,27 +24,11 @@
 
 #ifdef ALCOP_ENCODER_CUDA
 #include "HalideRuntimeCuda.h"
-#include "encoder_cuda_context.h"
-#include "encoder_cuda_ffn_down.h"
-#include "encoder_cuda_ffn_up.h"
-#include "encoder_cuda_layernorm.h"
-#include "encoder_cuda_out_proj.h"
-#include "encoder_cuda_qkv.h"
-#include "encoder_cuda_scores.h"
-#include "encoder_cuda_softmax.h"
-#define KERNEL(name) encoder_cuda_##name##_argv
 #else
 #include "HalideRuntimeOpenCL.h"
-#include "encoder_opencl_context.h"
-#include "encoder_opencl_ffn_down.h"
-#include "encoder_opencl_ffn_up.h"
-#include "encoder_opencl_layernorm.h"
-#include "encoder_opencl_out_proj.h"
-#include "encoder_opencl_qkv.h"
-#include "encoder_opencl_scores.h"
-#include "encoder_opencl_softmax.h"
-#define KERNEL(name) encoder_opencl_##name##_argv
 #endif
+// This build's eight kernels and KERNEL(name), their entry points (CMakeLists.txt writes it).
+#include "encoder_kernels.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,19 +45,24 @@ using Halide::Runtime::Buffer;
 
 namespace {
 
-#ifdef ALCOP_ENCODER_CUDA
+#if defined(ALCOP_ENCODER_BF16)
+const halide_type_t element(halide_type_bfloat, 16);
+const char *const backend = "CUDA, bf16 on tensor cores";
+#elif defined(ALCOP_ENCODER_CUDA)
 const halide_type_t element(halide_type_float, 16);
 const char *const backend = "CUDA, fp16 on tensor cores";
-const halide_device_interface_t *device() {
-    return halide_cuda_device_interface();
-}
 #else
 const halide_type_t element(halide_type_float, 32);
 const char *const backend = "OpenCL, fp32 (on a machine without a GPU, pocl on the CPU)";
-const halide_device_interface_t *device() {
-    return halide_opencl_device_interface();
-}
 #endif
+
+const halide_device_interface_t *device() {
+#ifdef ALCOP_ENCODER_CUDA
+    return halide_cuda_device_interface();
+#else
+    return halide_opencl_device_interface();
+#endif
+}
 
 struct Shape {
     int hidden, heads, ffn, seq, batch;
@@ -86,9 +76,39 @@ struct Shape {
 
 // ---- Values of the element type ------------------------------------------------------------
 
+/** The unit roundoff of the element type, 2^e: fp32 2^-24, fp16 2^-11, bf16 2^-8. */
+int unit_roundoff_exponent() {
+    return element.bits == 32 ? -24 : element.code == halide_type_bfloat ? -8 : -11;
+}
+
+/** The bits of f rounded to the 16-bit element type (to nearest, ties to even), and back. */
+uint16_t bits_of(float f) {
+    if (element.code == halide_type_bfloat) {
+        uint32_t x;
+        memcpy(&x, &f, 4);
+        return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+    }
+    const _Float16 h = (_Float16)f;
+    uint16_t bits;
+    memcpy(&bits, &h, 2);
+    return bits;
+}
+
+float value_of(uint16_t bits) {
+    if (element.code == halide_type_bfloat) {
+        const uint32_t x = (uint32_t)bits << 16;
+        float f;
+        memcpy(&f, &x, 4);
+        return f;
+    }
+    _Float16 h;
+    memcpy(&h, &bits, 2);
+    return (float)h;
+}
+
 /** f rounded to the element type (fp32: f). */
 float rounded(float f) {
-    return element.bits == 32 ? f : (float)(_Float16)f;
+    return element.bits == 32 ? f : value_of(bits_of(f));
 }
 
 /** A buffer of the element type holding `values` (already rounded). */
@@ -101,8 +121,7 @@ Buffer<void> to_device_type(const Buffer<float> &values) {
         if (element.bits == 32) {
             ((float *)b.data())[i] = from[i];
         } else {
-            const _Float16 h = (_Float16)from[i];
-            memcpy((uint16_t *)b.data() + i, &h, 2);
+            ((uint16_t *)b.data())[i] = bits_of(from[i]);
         }
     }
     b.set_host_dirty();
@@ -114,13 +133,7 @@ std::vector<float> values_of(Buffer<void> &b) {
     b.copy_to_host();
     std::vector<float> v(b.number_of_elements());
     for (size_t i = 0; i < v.size(); i++) {
-        if (element.bits == 32) {
-            v[i] = ((const float *)b.data())[i];
-        } else {
-            _Float16 h;
-            memcpy(&h, (const uint16_t *)b.data() + i, 2);
-            v[i] = (float)h;
-        }
+        v[i] = element.bits == 32 ? ((const float *)b.data())[i] : value_of(((const uint16_t *)b.data())[i]);
     }
     return v;
 }
@@ -402,14 +415,14 @@ Reference reference_layer(const Shape &s, const Weights &w, const Buffer<float> 
 }
 
 /** How far the layer's output may be from the reference: each of its ten stages rounds its
- * outputs to the element type (unit roundoff u: 2^-11 for fp16, 2^-24 for fp32) and accumulates
+ * outputs to the element type (unit roundoff u: unit_roundoff_exponent()) and accumulates
  * up to K products in fp32 (K 2^-24 relative to the sum of |terms|, K the largest reduction:
  * the FFN's); a layernorm output is of unit scale and each stage carries the relative error of
  * its inputs through with a gain of a few (4 here: the layernorms divide by standard deviations
  * of about the values' size, GELU's slope is at most 1.13). So, per output, 4 x 10 x (u + K
  * 2^-24) x (|reference| + 1). */
 double tolerance(const Shape &s, double ref) {
-    const double u = element.bits == 32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -11);
+    const double u = std::ldexp(1.0, unit_roundoff_exponent());
     const double accumulation = std::max(s.ffn, s.hidden) * std::ldexp(1.0, -24);
     return 4 * 10 * (u + accumulation) * (std::abs(ref) + 1);
 }
@@ -437,8 +450,9 @@ void dump(const std::string &dir, const Shape &s, const Weights &w, const Buffer
         std::fprintf(stderr, "cannot write %s/shape.txt\n", dir.c_str());
         std::exit(1);
     }
-    std::fprintf(f, "hidden %d\nheads %d\nffn %d\nseq %d\nbatch %d\nlayer_ms %.6f\n", s.hidden, s.heads, s.ffn,
-                 s.seq, s.batch, layer_ms);
+    std::fprintf(f, "hidden %d\nheads %d\nffn %d\nseq %d\nbatch %d\nlayer_ms %.6f\nelement %s\n", s.hidden, s.heads,
+                 s.ffn, s.seq, s.batch, layer_ms,
+                 element.bits == 32 ? "f32" : element.code == halide_type_bfloat ? "bf16" : "f16");
     std::fclose(f);
     std::printf("wrote the layer's tensors and time to %s\n", dir.c_str());
 }
@@ -572,7 +586,7 @@ int main(int argc, char **argv) {
     }
     std::printf("check: %d of %zu outputs off; largest error %.3g (its tolerance %.3g: 40 (u + K 2^-24) (|ref| + 1), "
                 "u = 2^%d, K = %d)\n",
-                bad, ref.size(), worst, worst_tolerance, element.bits == 32 ? -24 : -11, std::max(s.ffn, s.hidden));
+                bad, ref.size(), worst, worst_tolerance, unit_roundoff_exponent(), std::max(s.ffn, s.hidden));
     if (!dump_dir.empty()) dump(dump_dir, s, w, x, mask, got, layer_ms);
     return bad == 0 ? 0 : 1;
 }

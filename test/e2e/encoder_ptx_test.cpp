@@ -128,19 +128,23 @@ TEST(RowReductions, AWarpARowThroughShuffles) {
 #endif
 }
 
-// Every kernel of apps/encoder_layer (apps/encoder_layer/kernels.cmake) as its CUDA build makes it:
-// fp16, tensor cores for the contractions, with the opt-in's limits; ptxas assembles each for
-// sm_80 and sm_90 without spills, and none uses local memory.
-TEST(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
+// Every kernel of apps/encoder_layer (apps/encoder_layer/kernels.cmake) as its CUDA builds make
+// it: fp16 (encoder_layer_cuda) or bf16 (encoder_layer_cuda_bf16), tensor cores for the
+// contractions, with the opt-in's limits; ptxas assembles each for sm_80 and sm_90 without
+// spills, and none uses local memory.
+class EncoderLayer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
     struct Kernel {
         const char *name, *generator, *params;
     };
     const Kernel kernels[] = {
 #include "encoder_kernels.inc"
     };
+    const std::string type = GetParam();
     for (const Kernel &k : kernels) {
         SCOPED_TRACE(k.name);
-        Internal::GeneratorParamsMap params{{"type", "f16"}, {"out_type", "f16"}};
+        Internal::GeneratorParamsMap params{{"type", type}, {"out_type", type}};
         if (std::string(k.generator) == "gemm" || std::string(k.generator) == "bmm") params["limits"] = "optin";
         params = kernel_source::with_params(params, k.params);
         const std::string ptx = kernel_source::of_generator(k.generator, sm80, params);
@@ -149,12 +153,15 @@ TEST(EncoderLayer, EveryCudaKernelAssemblesWithoutLocalMemory) {
         if (std::string(k.generator) != "softmax" && std::string(k.generator) != "layernorm") {
             EXPECT_GT(count(ptx, "mma.sync.aligned.m16n8k16"), 0);
         }
-        std::printf("%s (%s %s):\n", k.name, k.generator, k.params);
+        std::printf("%s (%s %s, %s):\n", k.name, k.generator, k.params, type.c_str());
         EXPECT_EQ(assembly_problems(ptx, k.name), "");
     }
 #ifndef ALCOP_PTXAS
     ALCOP_SKIP_ASSEMBLING("the encoder layer's kernels");
 #endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, EncoderLayer, ::testing::Values("f16", "bf16"),
+                         [](const auto &info) { return info.param; });
 
 }  // namespace
