@@ -25,7 +25,7 @@
  *    its producer reads nothing that L writes (it runs stages - 1 steps early);
  *  - L holds no barrier (register pipelining is per thread);
  *  - all fragments of one L have the same stage count (they share one prefetch distance,
- *    which is what lets the shared-level barrier move to one point; see LowerPipelines.h).
+ *    which is what lets the shared-level barrier move to one point; see PipelineFragments.h).
  * It changes nothing.
  */
 

@@ -489,7 +489,8 @@ void assign_owners(const LoopBody &body, const std::vector<CollectAccesses> &col
     }
 }
 
-/** Analyzes one streaming loop, phase by phase; raises the user errors of the header comment. */
+/** Analyzes one streaming loop, phase by phase; raises the per-loop user errors of the header
+ * comment. */
 PipelineLoop analyze_loop(const For *loop, const Allocate *alloc, const KernelContext &entry,
                           const std::map<std::string, PipelineRequest> &requests, const std::vector<std::string> &funcs,
                           std::map<const IRNode *, std::string> &owner, bool &has_other_buffers) {

@@ -18,8 +18,12 @@
  *  - P's tile does not have one constant place in the allocation for every iteration;
  *  - P is written outside its produce node, read before it is produced in the loop body,
  *    or read after the loop (a consume node of P outside L);
- *  - P's producer reads shared memory or a buffer that L writes (read-after-write);
- *  - an access inside L overlaps P's range without lying inside it.
+ *  - P's producer reads shared memory or a buffer that L writes (read-after-write), or
+ *    writes anything but P's tile;
+ *  - P is produced more than once in L (a loop inside it unrolled), or by the statement that
+ *    produces another pipelined Func;
+ *  - an access inside L overlaps P's range without lying inside it, or the tiles of two
+ *    pipelined Funcs overlap.
  * It changes nothing; the plan and the rewrite consume what it returns.
  */
 
@@ -78,8 +82,8 @@ struct PipelineAnalysis {
     std::map<const Halide::Internal::IRNode *, std::string> owner;
 };
 
-/** Analyze `s` for the given requests (keyed by Func name). Requests with stages == 1
- * are ignored. Throws Halide::CompileError (user_error) on illegal requests. */
+/** Analyze `s` for the given requests (keyed by Func name). Requests with stages == 1 or
+ * Level::Register (analysis/FragmentAnalysis.h) are ignored. Throws Halide::CompileError (user_error) on illegal requests. */
 PipelineAnalysis analyze_pipelines(const Halide::Internal::Stmt &s,
                                    const std::map<std::string, PipelineRequest> &requests);
 

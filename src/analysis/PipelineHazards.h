@@ -23,8 +23,9 @@
  * read of a slot whose copy is not waited for, or not published by a barrier).
  *
  * A serial loop longer than 12 trips runs its first 12 (a pipeline's steady state repeats
- * with the period of its stages, at most 8; the tails are checked at the small sizes), and
- * then goes on after the loop as if it had ended there.
+ * with the period of its stages: auto_pipeline's are at most 8, and a deeper explicit one is
+ * checked over its first 12 trips only; the tails are checked at the small sizes), and then
+ * goes on after the loop as if it had ended there.
  *
  * Sizes: every free variable named `<buffer>.min.<d>`, `.extent.<d>` or `.stride.<d>` (the
  * shapes of the pipeline's buffers) takes the value of a dense buffer, unless `values` names

@@ -12,10 +12,10 @@
  * with x the N side and y the M side, ka and kb the same reduction index, A and B Funcs of
  * one type the instruction has (Float(16) or BFloat(16)) stored in GPU shared memory, and P
  * of type Float(32). In its shared tile each operand must be contiguous along K (its innermost
- * storage dimension is indexed by the reduction index: ldmatrix, for A; ldmatrix.trans for B)
- * or along M/N (indexed by y, resp. x, with unit stride: ldmatrix.trans for A, ldmatrix for
- * B). In the lowered kernel the thread loops around P's update must form whole warps (the
- * innermost thread dimension a multiple of 32 threads) and the accumulators each lane of a
+ * storage dimension is indexed by the reduction index: ldmatrix) or along M/N (indexed by y,
+ * resp. x, with unit stride: ldmatrix.trans), A and B alike. In the lowered kernel the thread
+ * loops around P's update must form whole warps (the innermost thread dimension exactly 32
+ * threads, one warp's lanes) and the accumulators each lane of a
  * warp updates must be those mma.sync gives that lane (TensorCoreMarkers.h, "C and D"), over
  * a warp_m x warp_n tile: with lane = t + 4 g, x = x0 + 8 i + 2 t + {0, 1},
  * y = y0 + 16 j + g + {0, 8}. Each violation is a Halide user_error that names the Func and

@@ -54,8 +54,8 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
  * directives a user would write (docs/tensor-cores.md): the output's and the accumulators' block
  * tiles in the mma.sync warp layout (alcop::schedule_tensor_core_tile), K chunked by KT
  * (assumes a constant extent KT divides: tensor_cores_apply()), the operands staged in shared
- * memory and pipelined with S stages, alcop::tensor_cores on the accumulators. Register-level
- * stages of the fragments are not applied (not built yet for tensor cores). */
+ * memory and pipelined with S stages, alcop::tensor_cores on the accumulators, and with R >= 2
+ * the mma fragments' register stages (alcop::pipeline(f, R, Level::Register)). */
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings);
 

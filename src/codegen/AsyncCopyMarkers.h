@@ -11,7 +11,7 @@
  *  - Copy: `shared[i] = alcop_cp_async_copy_<t>(global[j], src_bytes)`, where <t> is the element
  *    type (f32, i32, u32, u16, i16, f64, i64, u64, i8, u8; fp16 and bf16 copies are marked on
  *    their bits, u16) and the value is a dense load
- *    of 1, 2, 4, 8 or 16 bytes' worth of elements from global memory, aligned to that size. The
+ *    of 4, 8 or 16 bytes' worth of elements from global memory, aligned to that size. The
  *    call is the identity on its first argument; Halide scalarizes it over the lanes of a
  *    vector, so the module holds one call per lane between an extractelement of the load and
  *    an insertelement into the stored vector. `src_bytes` (the same i32 on every lane) is how

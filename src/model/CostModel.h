@@ -164,9 +164,10 @@ struct Schedule {
 
 /** Whether `s` describes a kernel our lowering can generate at all, whatever
  * the GPU: positive fields, 1 <= R <= 2, 1 <= S, thread tile divides the block
- * tile, 32 <= threads <= 1024 and a multiple of the warp size, and each of the
- * A and B tiles (KT*BM and KT*BN elements) splits into 4-wide vector copies
- * evenly over the threads. On failure writes why to *why (if given). */
+ * tile, 32 <= threads <= 1024 and a multiple of the warp size, KT and BN
+ * multiples of the 4-wide copy vector (a round of copies may leave threads
+ * idle), and with tensor cores warp tiles and KT multiples of 16. On failure
+ * writes why to *why (if given). */
 bool structurally_valid(const Schedule &s, std::string *why = nullptr);
 
 /** Which launch limits apply. Halide 14's CUDA runtime never raises a kernel's
@@ -211,9 +212,10 @@ constexpr int kAddressAndLoopRegisters = 27;
 /** Registers per thread our kernels need, before allocation rounding:
  *   TM*TN accumulators + R*(TM+TN) fragment slots + 27 address/loop registers
  *   + (no cp.async and S >= 2) one stage of staged elements per thread;
- * with tensor cores, per lane: 4 accumulators per 16 x 8 tile of the warp tile, R fragment slots
- * of 4 registers per 16 rows of A and 2 per 8 columns of B, and the address/loop registers.
- * docs/model.md explains each term. */
+ * with tensor cores, per lane: 4 accumulators per 16 x 8 tile of the warp tile, the fragments
+ * of the k steps held (k_steps + 1 with R = 2, else min(k_steps, 2); 4 registers per 16 rows of
+ * A and 2 per 8 columns of B, scaled by a factor fitted to ptxas), a few registers per
+ * accumulator and the address registers. docs/model.md explains each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
 
 /** The SM's mma.sync FLOPs per clock for operands of `element` (F16 or BF16). */

@@ -40,7 +40,7 @@
  *    stage count (the analysis wants one prefetch distance per loop).
  *  - Register, tensor cores: the fragments of an alcop::tensor_cores() accumulator with no
  *    request of its own, where both operands got shared stages (the register stages prefetch
- *    across their chunks); R = 2 .. its k steps per chunk, R dividing them (the rewrite's
+ *    across their chunks); R = 2 .. min(4, its k steps per chunk), R dividing them (the rewrite's
  *    rule), whose model::estimate_registers fits AutoLimits::registers. Time per k step:
  *    model::tensor_core_step_cycles, what the autoscheduler's model charges.
  *  - The choice is the smallest count whose predicted time is within 3% of the best: a stage
