@@ -1,5 +1,7 @@
 #include "Operands.h"
 
+#include "SixteenBitFloats.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,13 +24,13 @@ Buffer<float> random_buffer(std::vector<int> shape, std::mt19937 &rng, Element e
 
 /** The fp16 or bf16 copy of `values` (which that type holds exactly), as a pipeline takes it. */
 Buffer<> narrowed(const Buffer<float> &values, Element e) {
-    const halide_type_t type(e == Element::BF16 ? halide_type_bfloat : halide_type_float, 16);
+    const halide_type_t type = type_of(e);
     std::vector<int> shape;
     for (int d = 0; d < values.dimensions(); d++) shape.push_back(values.dim(d).extent());
     Buffer<> b(type, shape);
     const float *src = values.data();
     uint16_t *dst = (uint16_t *)b.data();
-    for (size_t i = 0; i < values.number_of_elements(); i++) dst[i] = bits_of(src[i], e);
+    for (size_t i = 0; i < values.number_of_elements(); i++) dst[i] = alcop::apps::bits_of(src[i], type_of(e));
     b.set_host_dirty();
     return b;
 }
@@ -41,27 +43,10 @@ Problem with_element(Problem p, Element e) {
     return p;
 }
 
-uint16_t bits_of(float v, Element e) {
-    uint32_t x;
-    memcpy(&x, &v, sizeof x);
-    if (e == Element::BF16) return (uint16_t)(x >> 16);
-    if (v == 0) return (uint16_t)((x >> 16) & 0x8000);
-    const uint32_t sign = (x >> 16) & 0x8000, exponent = ((x >> 23) & 0xff) - 127 + 15;
-    return (uint16_t)(sign | (exponent << 10) | ((x & 0x7fffff) >> 13));
-}
-
-float value_of(uint16_t h, Element e) {
-    if (e == Element::BF16) {
-        const uint32_t x = (uint32_t)h << 16;
-        float v;
-        memcpy(&v, &x, sizeof v);
-        return v;
-    }
-    const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    const float magnitude = exponent == 0  ? std::ldexp((float)mantissa, -24) :
-                            exponent == 31 ? (mantissa ? NAN : INFINITY) :
-                                             std::ldexp((float)(mantissa | 0x400), exponent - 25);
-    return h & 0x8000 ? -magnitude : magnitude;
+halide_type_t type_of(Element e) {
+    return e == Element::F32  ? halide_type_t(halide_type_float, 32) :
+           e == Element::BF16 ? halide_type_t(halide_type_bfloat, 16) :
+                                halide_type_t(halide_type_float, 16);
 }
 
 Operands make_operands(const Problem &p, std::mt19937 &rng) {

@@ -28,10 +28,9 @@ struct Problem {
 /** The problem with fp16 or bf16 operands. */
 Problem with_element(Problem p, Element e);
 
-/** The bits of a value that fp16 or bf16 holds exactly (a multiple of 1/256 in [-1, 1]: at
- * most 8 significant bits, normal in both), and the value of fp16 or bf16 bits. */
-uint16_t bits_of(float v, Element e);
-float value_of(uint16_t h, Element e);
+/** The Halide type of the operands' elements (for alcop::apps::bits_of and value_of,
+ * SixteenBitFloats.h). */
+halide_type_t type_of(Element e);
 
 // Every output layout here (the generators', the autoscheduled ones', cuBLAS's row-major C and
 // cuDNN's NHWC) is dense with x (N, or CO) innermost, so an output is read by its flat index.

@@ -1,5 +1,7 @@
 #include "Vendors.h"
 
+#include "SixteenBitFloats.h"
+
 #include <dlfcn.h>
 
 #include <initializer_list>
@@ -180,7 +182,7 @@ Variant Anchor::variant() {
         }
         std::vector<uint16_t> bits(out_host.number_of_elements());
         v.cudaMemcpy(bits.data(), out, out_bytes, cudaMemcpyDeviceToHost);
-        for (size_t i = 0; i < bits.size(); i++) out_host.data()[i] = value_of(bits[i], element);
+        for (size_t i = 0; i < bits.size(); i++) out_host.data()[i] = alcop::apps::value_of(bits[i], type_of(element));
         return out_host.data();
     };
     // An fp16 / bf16 output is rounded: up to 2^-8 of the value (bf16), which is at most
@@ -195,7 +197,7 @@ bool Anchor::upload(void **dst, const float *src, size_t n, bool narrow) {
     if (!src) return true;
     if (!narrow) return v.cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice) == 0;
     std::vector<uint16_t> bits(n);
-    for (size_t i = 0; i < n; i++) bits[i] = bits_of(src[i], element);
+    for (size_t i = 0; i < n; i++) bits[i] = alcop::apps::bits_of(src[i], type_of(element));
     return v.cudaMemcpy(*dst, bits.data(), bytes, cudaMemcpyHostToDevice) == 0;
 }
 

@@ -29,6 +29,7 @@
 #endif
 // This build's eight kernels and KERNEL(name), their entry points (CMakeLists.txt writes it).
 #include "encoder_kernels.h"
+#include "SixteenBitFloats.h"
 
 #include <algorithm>
 #include <chrono>
@@ -81,34 +82,9 @@ int unit_roundoff_exponent() {
     return element.bits == 32 ? -24 : element.code == halide_type_bfloat ? -8 : -11;
 }
 
-/** The bits of f rounded to the 16-bit element type (to nearest, ties to even), and back. */
-uint16_t bits_of(float f) {
-    if (element.code == halide_type_bfloat) {
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-    }
-    const _Float16 h = (_Float16)f;
-    uint16_t bits;
-    memcpy(&bits, &h, 2);
-    return bits;
-}
-
-float value_of(uint16_t bits) {
-    if (element.code == halide_type_bfloat) {
-        const uint32_t x = (uint32_t)bits << 16;
-        float f;
-        memcpy(&f, &x, 4);
-        return f;
-    }
-    _Float16 h;
-    memcpy(&h, &bits, 2);
-    return (float)h;
-}
-
 /** f rounded to the element type (fp32: f). */
 float rounded(float f) {
-    return element.bits == 32 ? f : value_of(bits_of(f));
+    return alcop::apps::rounded(f, element);
 }
 
 /** A buffer of the element type holding `values` (already rounded). */
@@ -121,7 +97,7 @@ Buffer<void> to_device_type(const Buffer<float> &values) {
         if (element.bits == 32) {
             ((float *)b.data())[i] = from[i];
         } else {
-            ((uint16_t *)b.data())[i] = bits_of(from[i]);
+            ((uint16_t *)b.data())[i] = alcop::apps::bits_of(from[i], element);
         }
     }
     b.set_host_dirty();
@@ -133,7 +109,8 @@ std::vector<float> values_of(Buffer<void> &b) {
     b.copy_to_host();
     std::vector<float> v(b.number_of_elements());
     for (size_t i = 0; i < v.size(); i++) {
-        v[i] = element.bits == 32 ? ((const float *)b.data())[i] : value_of(((const uint16_t *)b.data())[i]);
+        v[i] = element.bits == 32 ? ((const float *)b.data())[i] :
+                                    alcop::apps::value_of(((const uint16_t *)b.data())[i], element);
     }
     return v;
 }

@@ -8,6 +8,7 @@
 // close.
 
 #include "HalideBuffer.h"
+#include "SixteenBitFloats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,29 +27,9 @@ inline void fill_random(Halide::Runtime::Buffer<float> &b, std::mt19937 &rng) {
     b.set_host_dirty();
 }
 
-/** The 16 bits of f, a value of `t` (fp16 or bf16). */
-inline uint16_t bits_of(float f, halide_type_t t) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (t.code == halide_type_bfloat) return (uint16_t)(u >> 16);  // f is already a bf16 value
-    const _Float16 h = (_Float16)f;
-    uint16_t b;
-    memcpy(&b, &h, 2);
-    return b;
-}
-
-/** f rounded to the nearest value of `t` (f32: f), ties to even. */
-inline float rounded(float f, halide_type_t t) {
-    if (t.bits == 32) return f;
-    if (t.code == halide_type_bfloat) {
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    return (float)(_Float16)f;
-}
+using alcop::apps::bits_of;  // fp16 / bf16 bits and values (apps/common/SixteenBitFloats.h)
+using alcop::apps::rounded;
+using alcop::apps::value_of;
 
 /** Random values rounded to `type` in fp32 (`values`, for the reference) and a buffer of `type`
  * holding them (for the pipeline). */

@@ -26,19 +26,6 @@ struct Variant {
     Activation activation = Activation::None;
 };
 
-/** The value of 16 bits of an fp16 or bf16. */
-inline float value_of(uint16_t bits, halide_type_t t) {
-    if (t.code == halide_type_bfloat) {
-        const uint32_t u = (uint32_t)bits << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    _Float16 h;
-    memcpy(&h, &bits, 2);
-    return (float)h;
-}
-
 /** Outputs of v at `s` (A(k, m[, b]), B(n, k[, b]) or with b_k_major B(k, n[, b]), bias(n),
  * residual(n, m[, b]), out(n, m[, b])) off the double-precision epilogue of the reference
  * product (or unwritten: out starts as NaNs); -1 when the pipeline fails. Close: the product's
@@ -105,7 +92,7 @@ inline int epilogue_mismatches(const Variant &v, const MatMulShape &s) {
                                          std::max(half_ulp * std::abs(ref), std::ldexp(1.0, -25));
                 const size_t at = x + (size_t)s.n * (y + (size_t)s.m * z);
                 const float got = wide ? ((const float *)out.data())[at] :
-                                         value_of(((const uint16_t *)out.data())[at], v.out_type);
+                                         reference::value_of(((const uint16_t *)out.data())[at], v.out_type);
                 bad += !(std::abs(got - ref) <= tolerance);
             }
         }

@@ -33,7 +33,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,15 +61,7 @@ double round_to(double x, const Element &e) {
 
 /** The 16 bits of x, a value of `e`. */
 uint16_t bits_of(double x, const Element &e) {
-    const float f = (float)x;  // exact
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if (e.type.code == halide_type_bfloat) return (uint16_t)(u >> 16);
-    const uint16_t sign = (u >> 16) & 0x8000;
-    const double a = std::abs(x);
-    if (a < std::ldexp(1.0, -14)) return sign | (uint16_t)(a * std::ldexp(1.0, 24));  // subnormal
-    const int exponent = (int)((u >> 23) & 0xff) - 127;
-    return sign | (uint16_t)((exponent + 15) << 10) | (uint16_t)((u >> 13) & 0x3ff);
+    return reference::bits_of((float)x, e.type);  // exact: x is a value of e
 }
 
 struct Shape {
