@@ -101,22 +101,14 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // (With the test hook that emulates the markers, any GPU target.)
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
-    std::map<std::string, PipelineRequest> requests = collect_requests(outputs);
-    if (automatic) {
-        requests = automatic_requests(s, outputs, requests, tensor_cores, options_);
-    }
-    std::vector<SwizzledBuffer> swizzled;
-    Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks, &swizzled);
-    for (const SwizzledBuffer &b : swizzled) {
-        debug(1) << "alcop: " << b.func << " swizzled, rows of " << b.row_bytes << " bytes, bytes [" << b.begin << ", "
-                 << b.end << ")\n";
-    }
+    const std::map<std::string, PipelineRequest> requests =
+        automatic ? automatic_requests(s, outputs, collect_requests(outputs), tensor_cores, options_) :
+                    collect_requests(outputs);
+    Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks);
     result = compact_thread_registers(result);
     check_kernel_registers(estimate_kernel_registers(result, tensor_cores, fragment_stages(tensor_cores, requests)),
                            options_);
-    if (hooks.output) {
-        result = hooks.output(result);
-    }
+    result = hooks.output ? hooks.output(result) : result;
     result = mark_launch_bounds(result, collect_launch_bounds(outputs));
     if (observer()) {
         observer()(s, result, requests);

@@ -509,6 +509,10 @@ Stmt swizzle_operands(const Stmt &s, const std::vector<OperandRows> &operands, c
         }
     }
     if (tiles.empty()) return s;
+    for (const SwizzledBuffer &t : tiles) {
+        debug(1) << "alcop: " << t.func << " swizzled, rows of " << t.row_bytes << " bytes, bytes [" << t.begin << ", "
+                 << t.end << ")\n";
+    }
     if (plan) plan->insert(plan->end(), tiles.begin(), tiles.end());
     return ApplySwizzle(collect.accesses, tiles).mutate(s);
 }
