@@ -257,10 +257,10 @@ class InjectPipelines : public IRMutator {
     }
 
     /** Steady state: per iteration, the prefetch of tile k + d_P, the consumers reading slot
-     * (k - min) % S_P, and the publication of tile k + 1. Halide's barriers after the producers and at
-     * the end of the body are dropped; those between two consumer stages stay. A register-level
-     * pipeline in the last consumer may take over the publication (compose), in which case
-     * `register_prologue` receives its prologue. */
+     * (k - min) % S_P, and the publication of tile k + 1. Halide's barriers after the producers
+     * and at the end of the body are dropped; those between two consumer stages stay. A
+     * register-level pipeline in the last consumer may take over the publication (compose), in
+     * which case `register_prologue` receives its prologue. */
     Stmt emit_steady_state(LoopRewrite &r, Stmt &register_prologue) {
         std::vector<Stmt> steady, publish;
         copy_step(r, false, 0, steady, publish);
