@@ -608,12 +608,10 @@ std::map<std::string, PipelineRequest> choose_pipelines(const Stmt &s, const std
 
     // The register stages of tensor-core fragments belong to the inner-product rewrite, not to
     // a fragment loop the analyses know: set aside, and chosen last.
-    std::set<std::string> accumulators;
-    for (const TensorCoreUse &u : tensor_cores) accumulators.insert(u.accumulator);
+    const std::map<std::string, int> fragments = fragment_stages(tensor_cores, explicit_requests);
     std::map<std::string, PipelineRequest> tensor_core_requests, analyzed;
     for (const auto &e : explicit_requests) {
-        const bool fragments = accumulators.count(e.first) && e.second.level == Level::Register;
-        (fragments ? tensor_core_requests : analyzed).insert(e);
+        (fragments.count(e.first) ? tensor_core_requests : analyzed).insert(e);
     }
 
     // Explicit requests first, with their own errors.

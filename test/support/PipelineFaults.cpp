@@ -1,6 +1,7 @@
 #include "PipelineFaults.h"
 
 #include "Error.h"
+#include "analysis/PipelineAnalysis.h"
 #include "codegen/TensorCoreMarkers.h"
 #include "copy/CopyLowering.h"
 #include "plan/PipelinePlan.h"
@@ -36,12 +37,6 @@ public:
         return chosen->finish(pipelined);
     }
 };
-
-bool is_barrier(const Stmt &s) {
-    const Evaluate *e = s.as<Evaluate>();
-    const Call *c = e ? e->value.as<Call>() : nullptr;
-    return c && c->is_intrinsic(Call::gpu_thread_barrier);
-}
 
 /** The names of the allocations of `s` in `memory`. */
 std::set<std::string> allocations_in(const Stmt &s, MemoryType memory) {
