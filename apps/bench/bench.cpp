@@ -156,7 +156,7 @@ Variant halide_variant(const char *name, int stages, Fn fn, In *a, In *b, Buffer
     return v;
 }
 
-/** A build of the plain contractions (generators/PlainContractionGenerators.cpp: autoscheduled,
+/** A build of the plain contractions (generators/PlainGenerators.cpp: autoscheduled,
  * by the Alcop plugin or Li2018) on the problem's operands: their conv2d is a valid convolution,
  * so it takes the padded input and writes the (co, x, y, n) output. */
 Variant plain_variant(const char *name, Fn fn, const Problem &p, Operands &o) {

@@ -4,6 +4,7 @@
 #include "autoscheduler/Candidates.h"
 #include "autoscheduler/ContractionSchedule.h"
 #include "autoscheduler/PlainSchedule.h"
+#include "autoscheduler/RowReductionSchedule.h"
 #include "autoscheduler/ScheduleSteps.h"
 
 #include <iomanip>
@@ -180,10 +181,25 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     }
     if (!c) {
         r.why_not = why;
-        user_warning << "Alcop autoscheduler: not a contraction it recognizes (" << why
+        std::string why_not_rows;
+        r.row_reductions = recognize_row_reductions(outputs, &why_not_rows);
+        if (r.row_reductions) {
+            const std::string described = r.row_reductions->describe();  // before the schedule splits
+            schedule_row_reductions(schedule, *r.row_reductions);
+            const std::string shape = std::to_string(row_reduction_lanes) + " lanes a row, " +
+                                      std::to_string(row_reduction_rows_per_block) + " rows a block";
+            log << "Alcop autoscheduler: " << described << "; " << shape << "\n";
+            r.schedule_source = schedule.source(header + "// " + described + ".\n// " + shape +
+                                                ": each reduction split across a row's lanes (rfactor), the lanes' "
+                                                "partials and the rows' values in shared memory.\n");
+            return r;
+        }
+        user_warning << "Alcop autoscheduler: neither a contraction it recognizes (" << why
+                     << ") nor row reductions (" << why_not_rows
                      << "); applying a plain GPU schedule without staging or pipelining.\n";
         schedule_plain(schedule, p);
         r.schedule_source = schedule.source(header + "// Not a recognized contraction: " + why +
+                                            ".\n// Not row reductions: " + why_not_rows +
                                             ".\n// A plain GPU schedule: no shared-memory staging, no pipelining.\n");
         return r;
     }

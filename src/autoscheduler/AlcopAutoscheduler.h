@@ -68,7 +68,12 @@
  * update; running it on mma.sync would need its tail zero-filled and the guard dropped, which
  * no schedule of an algorithm summing over [0, K) can say (the tensor-core rewrite would have to).
  *
- * A pipeline that is not a recognized contraction gets a plain GPU schedule (every Func that
+ * A pipeline that is not a recognized contraction but computes its output along rows from
+ * reductions of each row (softmax, layernorm: RowReduction.h) gets the schedule of
+ * RowReductionSchedule.h: a warp's lanes per row, each reduction split across them (rfactor),
+ * the partials and the rows' values in shared memory.
+ *
+ * A pipeline that is neither gets a plain GPU schedule (every Func that
  * cannot be inlined at root, the two innermost dimensions that are safe to parallelize on
  * 16 x 16 (or 64) threads, one thread where none is) and a warning saying why it was not
  * recognized. Non-GPU targets are a user error.
@@ -102,6 +107,7 @@
 #include "autoscheduler/ContractionSchedule.h"
 #include "autoscheduler/Options.h"
 #include "autoscheduler/Requests.h"
+#include "autoscheduler/RowReduction.h"
 #include "model/GpuSpec.h"
 #include "model/Search.h"
 
@@ -115,6 +121,8 @@ namespace autoscheduler {
 struct Result {
     std::optional<Contraction> contraction;  ///< empty: not recognized (why_not says why)
     std::string why_not;
+    /** Not a contraction: the row reductions recognized instead (RowReduction.h), if any. */
+    std::optional<RowReductions> row_reductions;
     const model::GpuSpec *gpu = nullptr;
     model::SearchResult search;
     /** The applied candidate and its prediction (feasible only for a contraction). */

@@ -397,10 +397,11 @@ FuncRef Schedule::wrapper(FuncRef of, FuncRef in) {
     return {(int)funcs.size() - 1};
 }
 
-FuncRef Schedule::rfactor(FuncRef of) {
+FuncRef Schedule::rfactor(FuncRef of, const std::vector<std::pair<Dim, Dim>> &pairs) {
     Step s{Step::Kind::DeclareFunc};
     s.origin = Step::Origin::RFactor;
     s.of = of;
+    s.rfactored = pairs;
     add(std::move(s));
     return {(int)funcs.size() - 1};
 }
@@ -482,11 +483,14 @@ void Schedule::add(Step step) {
             f = p.get_func(step.index);
             break;
         case Step::Origin::Wrapper:
-            f = handle(step.of).in(handle(step.in));
+            f = step.in.defined() ? handle(step.of).in(handle(step.in)) : handle(step.of).in();
             break;
-        case Step::Origin::RFactor:
-            f = handle(step.of).update(0).rfactor(std::vector<std::pair<RVar, Var>>());
+        case Step::Origin::RFactor: {
+            std::vector<std::pair<RVar, Var>> pairs;
+            for (const auto &[rvar, var] : step.rfactored) pairs.emplace_back(RVar(rvar.name), Var(var.name));
+            f = handle(step.of).update(0).rfactor(pairs);
             break;
+        }
         }
         by_name[f.name()] = {(int)funcs.size()};
         funcs.push_back(f);
@@ -542,6 +546,7 @@ std::string Schedule::source(const std::string &header) const {
     Names names;
     std::ostringstream funcs_text, body;
     size_t declared = 0;  // Func declarations printed so far: the next one's FuncRef::id
+    bool declared_in_body = false;
     auto print_step = [&](const Step &step) {
         if (!step.comment.empty()) body << "// " << step.comment << "\n";
         switch (step.kind) {
@@ -552,14 +557,27 @@ std::string Schedule::source(const std::string &header) const {
                 init = "pipeline.get_func(" + std::to_string(step.index) + ")";
                 break;
             case Step::Origin::Wrapper:
-                init = names.func(step.of) + ".in(" + names.func(step.in) + ")";
+                init = names.func(step.of) + ".in(" + (step.in.defined() ? names.func(step.in) : "") + ")";
                 break;
             case Step::Origin::RFactor:
-                init = names.func(step.of) + ".update(0).rfactor(std::vector<std::pair<RVar, Var>>())";
+                if (step.rfactored.empty()) {
+                    init = names.func(step.of) + ".update(0).rfactor(std::vector<std::pair<RVar, Var>>())";
+                } else {
+                    init = names.func(step.of) + ".update(0).rfactor({";
+                    for (size_t i = 0; i < step.rfactored.size(); i++) {
+                        init += std::string(i ? ", " : "") + "{" + names.var(step.rfactored[i].first) + ", " +
+                                names.var(step.rfactored[i].second) + "}";
+                    }
+                    init += "})";
+                }
                 break;
             }
             const std::string id = names.new_func(funcs[declared++].name());
-            funcs_text << "Func " << id << " = " << init << ";\n";
+            // An rfactor of named RVars needs the stage calls before it (their split) and the
+            // Vars' declarations: it goes where it runs, and so does every later declaration
+            // (one may name it, and pipeline.get_func indices count the Funcs it adds).
+            declared_in_body = declared_in_body || !step.rfactored.empty();
+            (declared_in_body ? body : funcs_text) << "Func " << id << " = " << init << ";\n";
             break;
         }
         case Step::Kind::Calls:

@@ -13,8 +13,8 @@
  * .schedule.h declares. Those two (with apply_call() and call_text(), side by side in
  * ScheduleSteps.cpp, one case per kind of call each) are the only places that interpret a
  * step, so a directive cannot be applied one way and printed another. The builders
- * (ContractionSchedule.cpp, PlainSchedule.cpp) make steps and nothing else: they neither call
- * Halide's scheduling methods nor write C++ themselves.
+ * (ContractionSchedule.cpp, RowReductionSchedule.cpp, PlainSchedule.cpp) make steps and
+ * nothing else: they neither call Halide's scheduling methods nor write C++ themselves.
  *
  * Assumes: the steps are added in the order the source runs them; every FuncRef names a
  * handle declared by an earlier step.
@@ -113,7 +113,8 @@ struct StepCall {
 /** One statement. */
 struct Step {
     enum class Kind {
-        DeclareFunc,  ///< Func id = pipeline.get_func(index) | of.in(in) | of.update(0).rfactor({})
+        /// Func id = pipeline.get_func(index) | of.in(in) | of.in() | of.update(0).rfactor({...})
+        DeclareFunc,
         Calls,        ///< stage.call().call()...; (no call: the stage alone, e.g. a specialize)
         Pipeline,     ///< alcop::pipeline(func, value[, alcop::Level::Register])
         Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
@@ -127,7 +128,9 @@ struct Step {
     // DeclareFunc
     Origin origin = Origin::PipelineFunc;
     int index = 0;   ///< PipelineFunc: the index in Pipeline::get_func order
-    FuncRef of, in;  ///< Wrapper: of.in(in); RFactor: of.update(0).rfactor({})
+    FuncRef of, in;  ///< Wrapper: of.in(in), or of.in() without `in`; RFactor: of.update(0).rfactor(...)
+    /// RFactor: the (RVar, Var) pairs of rfactor({{rvar, var}, ...}); none: the whole reduction
+    std::vector<std::pair<Dim, Dim>> rfactored;
     // Calls
     StageRef stage;
     std::vector<StepCall> calls;
@@ -193,10 +196,11 @@ public:
 
     /** The handle of a Func of the pipeline, declared (pipeline.get_func(index)) on first use. */
     FuncRef pipeline_func(const Halide::Internal::Function &f);
-    /** A new handle: of.in(in). */
-    FuncRef wrapper(FuncRef of, FuncRef in);
-    /** A new handle: of.update(0).rfactor({}), the whole reduction of `of` in a Func of its own. */
-    FuncRef rfactor(FuncRef of);
+    /** A new handle: of.in(in), or of.in() (every consumer) when `in` is not defined. */
+    FuncRef wrapper(FuncRef of, FuncRef in = {});
+    /** A new handle: of.update(0).rfactor(pairs), the reduction of `of` over the pairs' RVars
+     * in a Func of its own over their Vars; without pairs, the whole reduction. */
+    FuncRef rfactor(FuncRef of, const std::vector<std::pair<Dim, Dim>> &pairs = {});
 
     /** A chain of stage directives on `stage`, each call on a line of its own. */
     Chain stage(StageRef stage) {
@@ -234,7 +238,9 @@ public:
     Halide::Expr expr(const Condition &c) const;
 
     /** The C++ of the steps: `header` (comment lines), a note on what the source uses, the Func
-     * declarations, the Var and RVar declarations, then the statements. */
+     * declarations, the Var and RVar declarations, then the statements. The declarations from
+     * the first rfactor of named RVars on are statements where they run (it needs the split
+     * before it). */
     std::string source(const std::string &header) const;
 
     /** A C++ identifier made of `name` (non-alphanumerics as '_', a leading digit prefixed). */

@@ -616,7 +616,7 @@ TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
     out.set_estimates({{0, 256}, {0, 256}});
     Built b{Pipeline(out), {A, B}};
     Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
-    EXPECT_NE(s.log.find("not a contraction it recognizes"), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("neither a contraction it recognizes"), std::string::npos) << s.log;
     EXPECT_NE(s.log.find("at coordinates that are not its own variables"), std::string::npos) << s.log;
     EXPECT_NE(s.source.find("plain GPU schedule"), std::string::npos) << s.source;
     EXPECT_EQ(s.source.find("alcop::pipeline"), std::string::npos);
@@ -625,6 +625,130 @@ TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
         kernel_source::of(b.pipeline.compile_to_module(b.args, "gemm_relu", Target("host-opencl")));
     EXPECT_GT(kernel_source::count(source, "__kernel void"), 0) << source;
     EXPECT_EQ(kernel_source::count(source, "barrier("), 0) << source;
+}
+
+/** Softmax over x of 0.125 in(x, y), written plainly: two inline reductions, of `type` (fp32
+ * arithmetic). */
+Built softmax(Type type = Float(32)) {
+    ImageParam in(type, 2, "in");
+    Var x("x"), y("y");
+    RDom r(0, in.dim(0).extent(), "r");
+    Func v("v"), e("e"), out("out");
+    v(x, y) = cast<float>(in(x, y)) * 0.125f;
+    e(x, y) = exp(v(x, y) - maximum(v(r, y)));
+    out(x, y) = cast(type, e(x, y) / sum(e(r, y)));
+    in.set_estimates({{0, 128}, {0, 512}});
+    out.set_estimates({{0, 128}, {0, 512}});
+    return {Pipeline(out), {in}};
+}
+
+/** Layernorm over x, written plainly; gamma read through a Func that reads inputs only. */
+Built layernorm() {
+    ImageParam in(Float(32), 2, "in"), gamma(Float(32), 1, "gamma"), beta(Float(32), 1, "beta");
+    Var x("x"), y("y");
+    RDom r(0, in.dim(0).extent(), "r");
+    const Expr n = cast<float>(in.dim(0).extent());
+    Func mean("mean"), centred("centred"), variance("variance"), weight("weight"), out("out");
+    mean(y) = sum(in(r, y)) / n;
+    centred(x, y) = in(x, y) - mean(y);
+    variance(y) = sum(centred(r, y) * centred(r, y)) / n;
+    weight(x) = gamma(x) * 0.5f;
+    out(x, y) = centred(x, y) / sqrt(variance(y) + 1e-5f) * weight(x) + beta(x);
+    in.set_estimates({{0, 768}, {0, 512}});
+    gamma.set_estimates({{0, 768}});
+    beta.set_estimates({{0, 768}});
+    out.set_estimates({{0, 768}, {0, 512}});
+    return {Pipeline(out), {in, gamma, beta}};
+}
+
+// Row reductions as a user writes them get a warp's lanes per row: each reduction rfactor()ed
+// over the lanes, no pipeline, one kernel whose only barriers are the two after each reduction
+// (the lanes' partials, then the rows' values). Their numbers: test/e2e (as_softmax, as_layernorm).
+TEST(RowReductions, AreScheduledAsRowsOfLanes) {
+    for (auto make : {std::function<Built()>([] { return softmax(); }), std::function<Built()>(layernorm)}) {
+        Built b = make();
+        const Target t("host-opencl");
+        Scheduled s = autoschedule(b, "Alcop", t);
+        EXPECT_NE(s.log.find("Alcop autoscheduler: row reductions out"), std::string::npos) << s.log;
+        EXPECT_NE(s.log.find("32 lanes a row, 4 rows a block"), std::string::npos) << s.log;
+        EXPECT_EQ(s.log.find("Warning"), std::string::npos) << s.log;
+        EXPECT_EQ(kernel_source::count(s.source, ".update(0).rfactor({{"), 2) << s.source;
+        EXPECT_EQ(s.source.find("alcop::pipeline"), std::string::npos) << s.source;
+        const std::string source = kernel_source::of(b.pipeline.compile_to_module(b.args, "rows", t));
+        EXPECT_EQ(kernel_source::count(source, "__kernel void _kernel_"), 1) << source;
+        EXPECT_EQ(kernel_source::count(source, "barrier("), 4) << source;
+    }
+}
+
+// On CUDA, fp16 in and out: each lane's partial and each row's value stay in registers (no local
+// memory), and ptxas assembles the kernel.
+TEST(RowReductions, CudaKernelKeepsPartialsInRegistersAndAssembles) {
+    Built b = softmax(Float(16));
+    const Target t("host-cuda-cuda_capability_80");
+    autoschedule(b, "Alcop", t);
+    const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "softmax_f16", t));
+    EXPECT_EQ(kernel_source::count(ptx, ".entry"), 1) << ptx;
+    EXPECT_EQ(kernel_source::count(ptx, "bar.sync"), 4) << ptx;
+    EXPECT_EQ(ptx.find("__local_depot"), std::string::npos) << ptx;
+    bool ok;
+    const std::string log = ptxas(ptx, "softmax_f16", &ok);
+    if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
+    EXPECT_TRUE(ok) << log;
+}
+
+// What is not row reductions gets the plain schedule, and the warning says why.
+TEST(RowReductions, WhatIsNotOneGetsThePlainScheduleAndSaysWhy) {
+    struct Refused {
+        std::string name, why;
+        std::function<Func(ImageParam, Var, Var, RDom)> out;
+    };
+    const std::vector<Refused> refused{
+        {"a column reduction", "not at its own row",
+         [](ImageParam in, Var x, Var y, RDom r) {
+             Func out("out");
+             out(x, y) = in(x, y) / sum(in(x, r));
+             return out;
+         }},
+        {"another row's statistic", "reads (float32)row_sum(y + 1), not at its own row",
+         [](ImageParam in, Var x, Var y, RDom r) {
+             Func row_sum("row_sum"), out("out");
+             row_sum(y) = sum(in(r, y));
+             out(x, y) = in(x, y) / row_sum(y + 1);
+             return out;
+         }},
+        {"an update Halide cannot prove associative", "cannot prove the update of decayed associative",
+         [](ImageParam in, Var x, Var y, RDom r) {
+             Func decayed("decayed"), out("out");
+             decayed(y) = 0.0f;
+             decayed(y) = decayed(y) * 0.5f + in(r, y);
+             out(x, y) = in(x, y) - decayed(y);
+             return out;
+         }},
+        {"a two-dimensional RDom", "over a 2-dimensional RDom",
+         [](ImageParam in, Var x, Var y, RDom) {
+             RDom r2(0, 4, 0, 4, "r2");
+             Func out("out");
+             out(x, y) = in(x, y) - sum(in(r2.x * 4 + r2.y, y));
+             return out;
+         }},
+    };
+    for (const Refused &c : refused) {
+        SCOPED_TRACE(c.name);
+        ImageParam in(Float(32), 2, "in");
+        Var x("x"), y("y");
+        RDom r(0, 16, "r");
+        Func out = c.out(in, x, y, r);
+        in.set_estimates({{0, 64}, {0, 64}});
+        out.set_estimates({{0, 16}, {0, 16}});
+        Built b{Pipeline(out), {in}};
+        Scheduled s = autoschedule(b, "Alcop", Target("host-opencl"));
+        // Without the suffixes of Funcs defined again in this process (decayed$1 on a repeat).
+        const std::string log = std::regex_replace(s.log, std::regex("\\$\\d+"), "");
+        EXPECT_NE(log.find("nor row reductions ("), std::string::npos) << log;
+        EXPECT_NE(log.find(c.why), std::string::npos) << log;
+        EXPECT_NE(s.source.find("plain GPU schedule"), std::string::npos) << s.source;
+        EXPECT_NO_THROW(b.pipeline.compile_to_module(b.args, "refused", Target("host-opencl")));
+    }
 }
 
 // A Linear + ReLU as a user writes it, the bias added through a Func of its own: the GEMM is

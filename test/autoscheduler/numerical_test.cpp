@@ -1,4 +1,4 @@
-// The Alcop-autoscheduled GEMM, batched matmul and conv2d (generators/PlainContractionGenerators.cpp, compiled AOT
+// The Alcop-autoscheduled GEMM, batched matmul and conv2d (generators/PlainGenerators.cpp, compiled AOT
 // for OpenCL with the plugin), run on the CPU through pocl against a double-precision
 // reference: at the estimated sizes (the pipelined fast path: chunks of the chosen k tile,
 // direct vectorized copies) and at sizes that take every other branch (another K: the same

@@ -1,11 +1,12 @@
 // The schedule source the plugin writes is the schedule it applies: the .schedule.h files that
-// the AOT builds of generators/PlainContractionGenerators.cpp emitted (add_halide_library ... SCHEDULE), applied to a
+// the AOT builds of generators/PlainGenerators.cpp emitted (add_halide_library ... SCHEDULE), applied to a
 // fresh, unscheduled copy of each generator's pipeline, lower to the same Stmt as the
 // autoscheduler applying its schedule directly. Both come from one list of steps
 // (src/autoscheduler/ScheduleSteps.h); this is what would catch its two interpreters, the one
 // that applies a step and the one that prints it, disagreeing. as_gemm_relu's epilogue is fused
 // into the output stage; as_gemm_shifted is not a contraction: it covers the plain fallback's
-// directives (compute_root among them).
+// directives (compute_root among them); as_softmax and as_layernorm are row reductions: they
+// cover rfactor over named RVars and wrappers of every consumer.
 
 #include "Halide.h"
 
@@ -24,6 +25,9 @@
 #include "as_gemm_into_output.schedule.h"
 #include "as_gemm_relu.schedule.h"
 #include "as_gemm_shifted.schedule.h"
+#include "as_layernorm_f16.schedule.h"
+#include "as_layernorm_f32.schedule.h"
+#include "as_softmax_f32_masked.schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -83,9 +87,11 @@ std::string schedule_of(Pipeline p) {
     }
     os << "custom lowering passes " << p.custom_lowering_passes().size() << "\n";
     // Names without the suffixes Halide adds to a Func defined again in this process: out$41,
-    // and the rfactor's intermediate, which it names out_41_intm after such an output.
-    return std::regex_replace(std::regex_replace(os.str(), std::regex("\\$\\d+"), ""), std::regex("_\\d+_intm"),
-                              "_intm");
+    // and the rfactor's intermediate, which it names out_41_intm after such an output; and the
+    // lets an rfactor over named RVars writes, numbered in the process (t47).
+    const std::string funcs = std::regex_replace(std::regex_replace(os.str(), std::regex("\\$\\d+"), ""),
+                                                 std::regex("_\\d+_intm"), "_intm");
+    return std::regex_replace(funcs, std::regex("\\bt\\d+\\b"), "t");
 }
 
 struct Case {
@@ -97,6 +103,7 @@ struct Case {
     Internal::GeneratorParamsMap params = {};
     bool tensor_cores = false;
     bool register_stages = false;  ///< the choice pipelines register fragments (R >= 2)
+    bool row_reductions = false;   ///< not a contraction: row reductions (rows of lanes)
 };
 
 class ScheduleSource : public ::testing::TestWithParam<Case> {};
@@ -112,6 +119,7 @@ TEST_P(ScheduleSource, ReproducesTheAppliedSchedule) {
     Pipeline direct = unscheduled(c.generator, target, c.params);
     alcop::autoscheduler::Result r = alcop::autoscheduler::autoschedule(direct, target, options);
     ASSERT_EQ(r.contraction.has_value(), c.contraction) << r.why_not;
+    ASSERT_EQ(r.row_reductions.has_value(), c.row_reductions) << r.schedule_source;
     EXPECT_EQ(r.tensor_cores, c.tensor_cores) << r.tensor_cores_why_not;
     EXPECT_EQ(r.schedule_source.find("alcop::tensor_cores(") != std::string::npos, c.tensor_cores);
 
@@ -164,7 +172,21 @@ INSTANTIATE_TEST_SUITE_P(
              cuda,
              {{"type", "f16"}, {"N", "2"}, {"H", "8"}, {"W", "16"}, {"CI", "64"}, {"CO", "64"}},
              true,
-             true}),
+             true},
+        // Row reductions: an rfactor over named RVars, wrappers of every consumer (in()).
+        Case{"as_softmax_f32_masked",
+             "as_softmax",
+             apply_schedule_as_softmax_f32_masked,
+             false,
+             "host-opencl",
+             {{"scale", "0.125"}, {"add_mask", "true"}},
+             false,
+             false,
+             true},
+        Case{"as_layernorm_f32", "as_layernorm", apply_schedule_as_layernorm_f32, false, "host-opencl",
+             {{"epsilon", "1e-5"}}, false, false, true},
+        Case{"as_layernorm_f16", "as_layernorm", apply_schedule_as_layernorm_f16, false, cuda, {{"type", "f16"}},
+             false, false, true}),
     [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
 }  // namespace

@@ -2,12 +2,17 @@
 //  - the fused epilogues and B layouts of the production gemm and bmm (generators/MatMulGenerator.h) through
 //    their testing wrappers (the tensor-core markers emulated, test/support/EmulatedTensorCores.h),
 //    against a double-precision epilogue of the reference product (EpilogueNumbers.h);
-//  - softmax and layernorm (generators/RowReductionGenerators.h) in fp32, against double
-//    precision: softmax within 1e-5 of each probability (plus 2^-24), layernorm within 1e-5 of
-//    the normalized value's scale. A wrong mask row, scale, mean or variance is off by far more.
+//  - softmax and layernorm in fp32, hand-written (generators/RowReductionGenerators.h) and written
+//    plainly for the Alcop plugin's row reductions (as_softmax, as_layernorm in
+//    generators/PlainGenerators.cpp), against double precision: softmax within 1e-5 of each
+//    probability (plus 2^-24), layernorm within 1e-5 of the normalized value's scale. A wrong
+//    mask row, scale, mean or variance is off by far more.
 
 #include "EpilogueNumbers.h"
 
+#include "as_layernorm_f32.h"
+#include "as_softmax_f32_heads.h"
+#include "as_softmax_f32_masked.h"
 #include "layernorm_f32.h"
 #include "softmax_f32_masked.h"
 #include "tcg_bmm_bf16_s2_k16_relu.h"
@@ -18,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 namespace {
@@ -77,9 +83,25 @@ TEST(FusedEpilogue, SixteenBitOutputsRefuseAnOddRowStride) {
 const std::vector<int> row_lengths{1, 7, 32, 33, 128, 200, 768};
 const int rows = 9;
 
-/** Probabilities of softmax_f32_masked (scale 0.125, one mask row for 3 rows) off the
- * reference, over rows of length n; -1 when the pipeline fails. */
-int softmax_mismatches(int n) {
+using SoftmaxFn = int (*)(halide_buffer_t *, halide_buffer_t *, int, halide_buffer_t *);
+using LayerNormFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+/** The probabilities `out(x)` of one row off softmax over x < n of `v(x)`. */
+int softmax_row_mismatches(int n, const std::function<double(int)> &v, const std::function<float(int)> &out) {
+    double top = -1e300, sum = 0;
+    for (int x = 0; x < n; x++) top = std::max(top, v(x));
+    for (int x = 0; x < n; x++) sum += std::exp(v(x) - top);
+    int bad = 0;
+    for (int x = 0; x < n; x++) {
+        const double ref = std::exp(v(x) - top) / sum;
+        bad += !(std::abs(out(x) - ref) <= 1e-5 * ref + std::ldexp(1.0, -24));
+    }
+    return bad;
+}
+
+/** Probabilities of `softmax` (scale 0.125, one mask row for 3 rows) off the reference, over
+ * rows of length n; -1 when the pipeline fails. */
+int softmax_mismatches(SoftmaxFn softmax, int n) {
     std::mt19937 rng(n);
     std::uniform_real_distribution<float> value(-30.0f, 30.0f);
     Halide::Runtime::Buffer<float> in(n, rows), mask(n, rows / 3), out = reference::poisoned({n, rows});
@@ -87,18 +109,12 @@ int softmax_mismatches(int n) {
     mask.for_each_value([&](float &v) { v = rng() % 4 == 0 ? -10000.0f : 0.0f; });
     in.set_host_dirty();
     mask.set_host_dirty();
-    if (softmax_f32_masked(in, mask, 3, out) != 0) return -1;
+    if (softmax(in, mask, 3, out) != 0) return -1;
     out.copy_to_host();
     int bad = 0;
     for (int y = 0; y < rows; y++) {
-        auto v = [&](int x) { return 0.125 * in(x, y) + mask(x, y / 3); };
-        double top = -1e300, sum = 0;
-        for (int x = 0; x < n; x++) top = std::max(top, v(x));
-        for (int x = 0; x < n; x++) sum += std::exp(v(x) - top);
-        for (int x = 0; x < n; x++) {
-            const double ref = std::exp(v(x) - top) / sum;
-            bad += !(std::abs(out(x, y) - ref) <= 1e-5 * ref + std::ldexp(1.0, -24));
-        }
+        bad += softmax_row_mismatches(
+            n, [&](int x) { return 0.125 * in(x, y) + mask(x, y / 3); }, [&](int x) { return out(x, y); });
     }
     std::printf("softmax, rows of %d: %d of %d off\n", n, bad, n * rows);
     return bad;
@@ -107,13 +123,45 @@ int softmax_mismatches(int n) {
 TEST(RowReductions, SoftmaxWithScaleAndMask) {
     for (int n : row_lengths) {
         SCOPED_TRACE(n);
-        EXPECT_EQ(softmax_mismatches(n), 0);
+        EXPECT_EQ(softmax_mismatches(softmax_f32_masked, n), 0);
     }
 }
 
-/** Outputs of layernorm_f32 (epsilon 1e-5) off the reference over rows of length n, whose
- * values sit around 3 (a mean that sum x^2 - n mean^2 would cancel against). */
-int layernorm_mismatches(int n) {
+TEST(AutoscheduledRowReductions, SoftmaxWithScaleAndMask) {
+    for (int n : row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(softmax_mismatches(as_softmax_f32_masked, n), 0);
+    }
+}
+
+// Rows in two dimensions (attention's queries and heads: in(x, y, h)), the plugin's block of
+// rows along the first and one block per head.
+TEST(AutoscheduledRowReductions, SoftmaxOverRowsOfHeads) {
+    const int heads = 3;
+    for (int n : row_lengths) {
+        SCOPED_TRACE(n);
+        std::mt19937 rng(n);
+        std::uniform_real_distribution<float> value(-30.0f, 30.0f);
+        Halide::Runtime::Buffer<float> in(n, rows, heads), out = reference::poisoned({n, rows, heads});
+        in.for_each_value([&](float &v) { v = value(rng); });
+        in.set_host_dirty();
+        ASSERT_EQ(as_softmax_f32_heads(in, out), 0);
+        out.copy_to_host();
+        int bad = 0;
+        for (int h = 0; h < heads; h++) {
+            for (int y = 0; y < rows; y++) {
+                bad += softmax_row_mismatches(
+                    n, [&](int x) { return 0.125 * in(x, y, h); }, [&](int x) { return out(x, y, h); });
+            }
+        }
+        std::printf("softmax over heads, rows of %d: %d of %d off\n", n, bad, n * rows * heads);
+        EXPECT_EQ(bad, 0);
+    }
+}
+
+/** Outputs of `layernorm` (epsilon 1e-5) off the reference over rows of length n, whose values
+ * sit around 3 (a mean that sum x^2 - n mean^2 would cancel against). */
+int layernorm_mismatches(LayerNormFn layernorm, int n) {
     std::mt19937 rng(n);
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     Halide::Runtime::Buffer<float> in(n, rows), gamma(n), beta(n), out = reference::poisoned({n, rows});
@@ -121,7 +169,7 @@ int layernorm_mismatches(int n) {
     gamma.for_each_value([&](float &v) { v = value(rng); });
     beta.for_each_value([&](float &v) { v = value(rng); });
     for (auto *b : {&in, &gamma, &beta}) b->set_host_dirty();
-    if (layernorm_f32(in, gamma, beta, out) != 0) return -1;
+    if (layernorm(in, gamma, beta, out) != 0) return -1;
     out.copy_to_host();
     int bad = 0;
     for (int y = 0; y < rows; y++) {
@@ -144,7 +192,14 @@ int layernorm_mismatches(int n) {
 TEST(RowReductions, LayerNorm) {
     for (int n : row_lengths) {
         SCOPED_TRACE(n);
-        EXPECT_EQ(layernorm_mismatches(n), 0);
+        EXPECT_EQ(layernorm_mismatches(layernorm_f32, n), 0);
+    }
+}
+
+TEST(AutoscheduledRowReductions, LayerNorm) {
+    for (int n : row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(layernorm_mismatches(as_layernorm_f32, n), 0);
     }
 }
 

@@ -1,5 +1,5 @@
 // The numbers of the Alcop plugin's tensor-core schedules (fp16 / bf16 GEMM, batched matmul and
-// conv2d, generators/PlainContractionGenerators.cpp), on pocl: the schedules the plugin wrote for
+// conv2d, generators/PlainGenerators.cpp), on pocl: the schedules the plugin wrote for
 // CUDA sm_80, compiled for OpenCL with the ldmatrix and mma markers emulated
 // (replay_tensor_core_schedule.cpp), against the double-precision reference on the rounded
 // inputs, close as in tensor_core_numbers_test (TensorCoreNumbers.h). K and conv2d's channels

@@ -1,4 +1,4 @@
-// Contractions written plainly, with estimates and no schedule, for the Alcop autoscheduler:
+// Pipelines written plainly, with estimates and no schedule, for the Alcop autoscheduler:
 //
 //   as_gemm:   out(x, y)        = sum_r A(r, y) * B(x, r)
 //   as_gemm_into_output: the same GEMM accumulated in the output itself (out = 0; out += A * B)
@@ -10,6 +10,11 @@
 //   as_bmm:    out(x, y, b)     = sum_r A(r, y, b) * B(x, r, b)
 //   as_conv2d: out(co, x, y, n) = sum_{ci, kx, ky} input(ci, x + kx, y + ky, n) * weights(co, ci, kx, ky)
 //              (NHWC input, HWIO weights, stride 1, no padding: a valid 3x3 convolution)
+// And two row reductions, which the autoscheduler schedules as rows of lanes (RowReduction.h):
+//   as_softmax:   out(x, y) = exp(v(x, y) - max_r v) / sum_r exp(v(r, y) - max_r v),
+//              v = scale in(x, y) [+ mask(x, y / mask_rows)]; with heads > 0, rows in(x, y, h)
+//   as_layernorm: out(x, y) = (in(x, y) - mean_y) / sqrt(variance_y + epsilon) * gamma(x) + beta(x)
+//              (`type=f16`: fp16 inputs and output, fp32 arithmetic)
 //
 // Every size is a runtime size (but K with as_gemm constant_k=true); the estimates are what
 // the autoscheduler tunes for. as_gemm,
@@ -330,6 +335,105 @@ private:
     Var co{"co"}, x{"x"}, y{"y"}, n{"n"};
 };
 
+/** Softmax over rows, written plainly (docs/autoscheduler.md, "Row reductions"). */
+class Softmax : public Generator<Softmax> {
+public:
+    GeneratorParam<int> keys{"keys", 128}, rows{"rows", 512};  // the estimates
+    // A third dimension of rows (attention's heads: in(x, y, h)) of this estimate; 0: none.
+    GeneratorParam<int> heads{"heads", 0};
+    GeneratorParam<float> scale{"scale", 0.125f};
+    // The input's and the output's type: f32 or f16 (the arithmetic is fp32).
+    GeneratorParam<std::string> type{"type", "f32"};
+    // Inputs `mask` (fp32, mask(x, y / mask_rows) added to the scaled input) and `mask_rows`
+    // (as the softmax generator's).
+    GeneratorParam<bool> add_mask{"add_mask", false};
+
+    GeneratorInput<Buffer<>> *in = nullptr;
+    GeneratorInput<Buffer<float>> *mask = nullptr;
+    GeneratorInput<int> *mask_rows = nullptr;
+    GeneratorOutput<Buffer<>> *out = nullptr;
+
+    void configure() {
+        const int dims = heads > 0 ? 3 : 2;
+        in = add_input<Buffer<>>("in", operand_type(type), dims);
+        if (add_mask) {
+            mask = add_input<Buffer<float>>("mask", 2);
+            mask_rows = add_input<int>("mask_rows");
+        }
+        out = add_output<Buffer<>>("out", operand_type(type), dims);
+    }
+
+    void generate() {
+        RDom r(0, in->dim(0).extent(), "r");
+        std::vector<Var> row{y}, element{x, y};
+        if (heads > 0) {
+            row.push_back(h);
+            element.push_back(h);
+        }
+        auto at = [&](const Expr &along) {
+            std::vector<Expr> args{along};
+            args.insert(args.end(), row.begin(), row.end());
+            return args;
+        };
+        Func v("v"), row_max("row_max"), e("e"), row_sum("row_sum");
+        v(element) = cast<float>((*in)(element)) * scale + (mask ? (*mask)(x, y / max(Expr(*mask_rows), 1)) : 0.0f);
+        row_max(row) = maximum(v(at(r)));
+        e(element) = exp(v(element) - row_max(row));
+        row_sum(row) = sum(e(at(r)));
+        (*out)(element) = cast(operand_type(type), e(element) / row_sum(row));
+
+        Region extents{{0, keys}, {0, rows}};
+        if (heads > 0) extents.emplace_back(0, heads);
+        in->set_estimates(extents);
+        if (mask) {
+            mask->set_estimates({{0, keys}, {0, rows}});
+            mask_rows->set_estimate(1);
+        }
+        out->set_estimates(extents);
+    }
+
+private:
+    Var x{"x"}, y{"y"}, h{"h"};
+};
+
+/** Layernorm over rows, written plainly: (in - mean) / sqrt(variance + epsilon) * gamma + beta. */
+class LayerNorm : public Generator<LayerNorm> {
+public:
+    GeneratorParam<int> features{"features", 768}, rows{"rows", 512};  // the estimates
+    GeneratorParam<float> epsilon{"epsilon", 1e-12f};
+    GeneratorParam<std::string> type{"type", "f32"};  // as Softmax's
+
+    GeneratorInput<Buffer<>> *in = nullptr, *gamma = nullptr, *beta = nullptr;
+    GeneratorOutput<Buffer<>> *out = nullptr;
+
+    void configure() {
+        in = add_input<Buffer<>>("in", operand_type(type), 2);
+        gamma = add_input<Buffer<>>("gamma", operand_type(type), 1);
+        beta = add_input<Buffer<>>("beta", operand_type(type), 1);
+        out = add_output<Buffer<>>("out", operand_type(type), 2);
+    }
+
+    void generate() {
+        RDom r(0, in->dim(0).extent(), "r");
+        const Expr n = cast<float>(in->dim(0).extent());
+        Func value("value"), mean("mean"), centred("centred"), variance("variance");
+        value(x, y) = cast<float>((*in)(x, y));
+        mean(y) = sum(value(r, y)) / n;
+        centred(x, y) = value(x, y) - mean(y);
+        variance(y) = sum(centred(r, y) * centred(r, y)) / n;
+        const Expr scaled = centred(x, y) / sqrt(variance(y) + epsilon) * cast<float>((*gamma)(x));
+        (*out)(x, y) = cast(operand_type(type), scaled + cast<float>((*beta)(x)));
+
+        in->set_estimates({{0, features}, {0, rows}});
+        gamma->set_estimates({{0, features}});
+        beta->set_estimates({{0, features}});
+        out->set_estimates({{0, features}, {0, rows}});
+    }
+
+private:
+    Var x{"x"}, y{"y"};
+};
+
 }  // namespace
 
 HALIDE_REGISTER_GENERATOR(Gemm, as_gemm)
@@ -339,3 +443,5 @@ HALIDE_REGISTER_GENERATOR(GemmShifted, as_gemm_shifted)
 HALIDE_REGISTER_GENERATOR(GemmBias, as_gemm_bias)
 HALIDE_REGISTER_GENERATOR(Bmm, as_bmm)
 HALIDE_REGISTER_GENERATOR(Conv2d, as_conv2d)
+HALIDE_REGISTER_GENERATOR(Softmax, as_softmax)
+HALIDE_REGISTER_GENERATOR(LayerNorm, as_layernorm)
