@@ -1,4 +1,5 @@
-// Two GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), as a user of Halide-ALCOP writes them.
+// Two GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), and a softmax over rows, as a user of
+// Halide-ALCOP writes them.
 
 #include "Halide.h"
 #include "alcop/Alcop.h"
@@ -69,7 +70,26 @@ public:
     }
 };
 
+// Softmax over each row, written plainly: the Alcop autoscheduler recognizes its row reductions
+// and gives each row a warp's lanes.
+class PlainSoftmax : public Generator<PlainSoftmax> {
+public:
+    Input<Buffer<float>> in{"in", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Var x("x"), y("y");
+        RDom r(0, in.dim(0).extent(), "r");
+        Func e("e");
+        e(x, y) = exp(in(x, y) - maximum(in(r, y)));
+        out(x, y) = e(x, y) / sum(e(r, y));
+        in.set_estimates({{0, 128}, {0, 256}});
+        out.set_estimates({{0, 128}, {0, 256}});
+    }
+};
+
 }  // namespace
 
 HALIDE_REGISTER_GENERATOR(PipelinedGemm, pipelined_gemm)
 HALIDE_REGISTER_GENERATOR(PlainGemm, plain_gemm)
+HALIDE_REGISTER_GENERATOR(PlainSoftmax, plain_softmax)
