@@ -67,7 +67,8 @@ inline Halide::Func &store_block_accumulators(Halide::Func &prod, Halide::Func o
 
 /** The shared tiles of one chunk (computed at prod's `streaming` loop), copied by all
  * `threads` threads (threads_x of them along the GPU's thread x) `width` contiguous elements
- * at a time along their first dimension, and pipelined with stages_a and stages_b slots
+ * at a time along their first dimension (alcop::schedule_staged_copy, which the
+ * autoscheduler's copies use too), and pipelined with stages_a and stages_b slots
  * (when request_pipelines). With a_transposed, a_shared is stored with its second dimension
  * innermost and copied one element at a time along it; with b_k_major, b_shared(n, k) is
  * stored and copied along k, as the global B it copies is contiguous (whole vectors). */
@@ -87,17 +88,8 @@ inline void schedule_staged_copies(Halide::Func prod, Halide::RVar streaming, Ha
             std::swap(storage[0], storage[1]);
             f.reorder_storage(storage);
         }
-        Var io("io"), ii("ii"), c("c"), co("co"), ci("ci"), fx("fx"), fy("fy");
-        f.compute_at(prod, streaming)
-            .store_in(MemoryType::GPUShared)
-            .split(inner, io, ii, w)
-            .vectorize(ii)
-            .fuse(io, outer, c)
-            .split(c, co, ci, threads, TailStrategy::GuardWithIf)
-            .split(ci, fy, fx, threads_x)
-            .reorder(fx, fy, co)
-            .gpu_threads(fx, fy)
-            .unroll(co);
+        f.compute_at(prod, streaming).store_in(MemoryType::GPUShared);
+        alcop::schedule_staged_copy(f, {inner, outer}, w, threads_x, threads);
         if (request_pipelines) alcop::pipeline(f, stage_counts[operand]);
         operand++;
     }
@@ -142,19 +134,12 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
         for (Func f : {a_shared, b_shared}) {
             // One k step's fragment is contiguous along y in A's (transposed, below) tile and
             // along x in B's: 16-byte vectors, ld.shared.v4 (vectorized here, so that the
-            // Stmt the bank-conflict check reads has the accesses the PTX has).
+            // Stmt the bank-conflict check reads has the accesses the PTX has), as the
+            // autoscheduler's fragments (alcop::schedule_register_fragment).
             Func frag = f.in(prod);
             const Var dense = frag.args()[operand++ == 0 ? 1 : 0];
-            const int extent = operand == 1 ? t.thread_m : t.thread_n;
-            const int width = extent % 4 == 0 ? 4 : extent % 2 == 0 ? 2 : 1;
-            frag.compute_at(prod, within_chunk.front()).store_in(MemoryType::Register);
-            Var dv("dv");
-            if (width > 1) {
-                frag.split(dense, dense, dv, width).vectorize(dv);
-            }
-            for (const Var &v : frag.args()) {
-                frag.unroll(v);
-            }
+            frag.compute_at(prod, within_chunk.front());
+            alcop::schedule_register_fragment(frag, dense, operand == 1 ? t.thread_m : t.thread_n);
             if (request_pipelines) alcop::pipeline(frag, register_stages, alcop::Level::Register);
         }
     }

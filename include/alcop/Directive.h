@@ -80,6 +80,27 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Halide::Var x, Hali
  * x and even row strides, which the caller declares). Returns f. */
 Halide::Func schedule_tensor_core_tile(Halide::Func f, Halide::Var x, Halide::Var y, int warp_m, int warp_n);
 
+/** Schedules the copy into a staged tile (`stage`: the pure definition of a Func computed per
+ * chunk in shared memory, or a specialization of it) over all `threads` threads of the block,
+ * `threads_x` of them along the GPU's thread x: the loops `dims` (innermost first; any other
+ * stays outside) become one, dims[0] first split into vectors of `vector_width` elements
+ * (vectorized; 1: none), dealt out to the threads (a guarded split), in rounds unrolled with
+ * `unroll_rounds`. The tile's extent along dims[0] must be a multiple of vector_width (rows of
+ * whole vectors: the split rounds up), and threads a multiple of threads_x. Consecutive threads
+ * copy consecutive vectors: coalesced global reads, dense shared writes. Returns the stage. */
+Halide::Stage schedule_staged_copy(Halide::Stage stage, const std::vector<Halide::Var> &dims, int vector_width,
+                                   int threads_x, int threads, bool unroll_rounds = true);
+
+/** Schedules `frag`, a thread's fragment of a staged tile at one step of its consumer's
+ * reduction (a wrapper `tile.in(consumer)` computed inside that step), in registers with every
+ * loop unrolled, read along `dense` (where the fragment is contiguous in the tile) in vectors
+ * of the largest of 4, 2 and 1 elements that divides `extent`, the fragment's extent along it
+ * (one ld.shared.v4 for 4 floats). Returns frag. */
+Halide::Func schedule_register_fragment(Halide::Func frag, const Halide::Var &dense, int extent);
+
+/** The same, read element by element (no dimension of the fragment is contiguous in the tile). */
+Halide::Func schedule_register_fragment(Halide::Func frag);
+
 /** A Halide::Func with the ALCOP directives as members, and nothing else:
  *
  *     alcop::Func A_shared("A_shared");

@@ -15,10 +15,6 @@ using Halide::Func;  // not alcop::Func, which names the directives' subclass
 
 namespace {
 
-// Width, in elements, of a thread's fragment reads from shared memory: 16 bytes of FP32, one
-// ld.shared.v4.
-constexpr int fragment_vector_width = 4;
-
 /** The extents of an operand's tile: each argument's range when the N, M and chunk variables
  * run over one block tile and one chunk of kt, every other variable fixed; -1 where the range
  * is not a constant. */
@@ -44,32 +40,6 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
         extents.push_back(e);
     }
     return extents;
-}
-
-/** Schedules one staged copy: all threads of the block (threads_x x threads_y), each copying
- * whole vectors of `vector_width` elements along the innermost dimension (1: scalars). */
-void schedule_copy(Chain &s, const std::vector<Dim> &args, int vector_width, int threads_x, int threads,
-                   bool unroll = true) {
-    std::vector<Dim> dims = args;
-    if (vector_width > 1) {
-        Dim o{args[0].name + "_o"}, v{args[0].name + "_v"};
-        // RoundUp: the tile's extent is a multiple of the vector here, so nothing is added.
-        s.split(args[0], o, v, vector_width, TailStrategy::RoundUp).vectorize(v);
-        dims[0] = o;
-    }
-    Dim t = dims[0];
-    for (size_t i = 1; i < dims.size(); i++) {
-        Dim fused{"t" + std::to_string(i)};
-        s.fuse(t, dims[i], fused);
-        t = fused;
-    }
-    Dim to{"t_o"}, ti{"t_i"}, tx{"t_x"}, ty{"t_y"};
-    s.split(t, to, ti, threads, TailStrategy::GuardWithIf)
-        .split(ti, ty, tx, threads_x)
-        .reorder({tx, ty, to})
-        .gpu_threads({tx, ty});
-    if (unroll) s.unroll(to);
-    s.done();
 }
 
 /** The loop structure of a block of `c`: the names of the split dimensions. */
@@ -264,19 +234,18 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         // prove its global address aligned (the plain generators' aligned=true); a 2-byte copy
         // has no cp.async at all.
         const int vector_width = transposed ? 1 : copy_vector(c, extents[0]);
-        Chain fast = schedule.stage(w, -1, copies.condition);
         // The rounds of a tensor-core tile's copies stay a loop: unrolled, their addresses held
         // registers past the model's estimate (with 2-byte copies ptxas gave the 128x128x16
         // w32x64 S3 GEMM 158 registers unrolled, 127 rolled, for an estimate of 126).
-        schedule_copy(fast, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
+        schedule.staged_copy({w, -1, copies.condition}, copy_order, vector_width, copies.threads_x, s.threads(),
+                             !s.tensor_cores);
     }
     if (copies.generic || copies.condition.defined()) {
         // Vectors too where the innermost coordinate is not clamped: a clamped one is a gather.
         const std::vector<int> clamped = clamped_dims(c, *o, copies.k_exact);
         const bool inner_clamped = clamped.empty() || clamped[0] == 0;
         const int vector_width = transposed || inner_clamped ? 1 : copy_vector(c, extents[0]);
-        Chain generic = schedule.stage(w);
-        schedule_copy(generic, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
+        schedule.staged_copy({w}, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, clamped,
                                            std::string("Outside the branch above, the edge blocks") +
@@ -440,19 +409,13 @@ void schedule_fragment(Schedule &schedule, const Contraction &c, const Mapping &
     const model::Schedule &s = m.s;
     const bool transposed = o == &c.a && transposes_a(c, m);
     const FuncRef frag = schedule.wrapper(w, f);
-    Chain fc = schedule.func(frag);
-    fc.compute_at(f, step_loop(c)).store_in(MemoryType::Register).new_line();
+    schedule.func(frag).compute_at(f, step_loop(c)).done();
     const int dense = fragment_dim(c, *o);
-    const int extent = o == &c.a ? s.tm : s.tn;
-    const int width = extent % fragment_vector_width == 0 ? fragment_vector_width : extent % 2 == 0 ? 2 : 1;
-    std::vector<Dim> fargs;
-    for (const Var &v : schedule.handle(frag).args()) fargs.push_back({v.name()});
-    if (dense >= 0 && (o != &c.a || transposed) && width > 1) {
-        const Dim v{fargs[dense].name + "_v"};
-        fc.split(fargs[dense], fargs[dense], v, width).vectorize(v);
+    if (dense >= 0 && (o != &c.a || transposed)) {
+        schedule.register_fragment(frag, {schedule.handle(frag).args()[dense].name()}, o == &c.a ? s.tm : s.tn);
+    } else {
+        schedule.register_fragment(frag, {}, 1);
     }
-    for (const Dim &d : fargs) fc.unroll(d);
-    fc.done();
     if (s.reg_stages > 1) schedule.pipeline(frag, s.reg_stages, true);
 }
 

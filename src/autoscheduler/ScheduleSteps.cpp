@@ -443,6 +443,26 @@ void Schedule::tensor_cores(FuncRef f, int warp_m, int warp_n) {
     add(std::move(s));
 }
 
+void Schedule::register_fragment(FuncRef f, const Dim &dense, int extent) {
+    Step s{Step::Kind::RegisterFragment};
+    s.func = f;
+    s.x = dense;
+    s.value = extent;
+    add(std::move(s));
+}
+
+void Schedule::staged_copy(StageRef stage, const std::vector<Dim> &dims, int vector_width, int threads_x,
+                           int threads, bool unroll_rounds) {
+    Step s{Step::Kind::StagedCopy};
+    s.stage = std::move(stage);
+    s.copy.dims = dims;
+    s.copy.vector_width = vector_width;
+    s.copy.threads_x = threads_x;
+    s.copy.threads = threads;
+    s.copy.unroll_rounds = unroll_rounds;
+    add(std::move(s));
+}
+
 void Schedule::enable() {
     Step s{Step::Kind::Enable};
     s.shared_memory_limit = launch_limits.shared_memory_bytes;
@@ -473,6 +493,12 @@ Expr Schedule::expr(const Condition &c) const {
     return e;
 }
 
+Stage Schedule::stage_of(const StageRef &s) const {
+    Func f = handle(s.func);
+    Stage stage = s.update >= 0 ? f.update(s.update) : Stage(f);
+    return s.specialization.defined() ? stage.specialize(expr(s.specialization)) : stage;
+}
+
 // The interpreter that applies a step (its twin, print_step, is in source() below).
 void Schedule::add(Step step) {
     switch (step.kind) {
@@ -497,10 +523,8 @@ void Schedule::add(Step step) {
         break;
     }
     case Step::Kind::Calls: {
-        const StageRef &s = step.stage;
-        Func f = handle(s.func);
-        Stage stage = s.update >= 0 ? f.update(s.update) : Stage(f);
-        if (s.specialization.defined()) stage = stage.specialize(expr(s.specialization));
+        Stage stage = stage_of(step.stage);
+        Func f = handle(step.stage.func);
         for (const StepCall &c : step.calls) apply_call(c, stage, f, *this);
         break;
     }
@@ -511,10 +535,7 @@ void Schedule::add(Step step) {
         alcop::autoscheduler::clamp_to_input_bounds(handle(step.func), step.clamped);
         break;
     case Step::Kind::TensorCoreTile: {
-        const StageRef &s = step.stage;
-        Func f = handle(s.func);
-        Stage stage = s.update >= 0 ? f.update(s.update) : Stage(f);
-        if (s.specialization.defined()) stage = stage.specialize(expr(s.specialization));
+        Stage stage = stage_of(step.stage);
         auto rvars = [](const std::vector<Dim> &dims) {
             std::vector<RVar> r;
             for (const Dim &d : dims) r.push_back(RVar(d.name));
@@ -526,6 +547,20 @@ void Schedule::add(Step step) {
     }
     case Step::Kind::TensorCores:
         alcop::tensor_cores(handle(step.func), step.warp_m, step.warp_n);
+        break;
+    case Step::Kind::StagedCopy: {
+        std::vector<Var> dims;
+        for (const Dim &d : step.copy.dims) dims.emplace_back(d.name);
+        alcop::schedule_staged_copy(stage_of(step.stage), dims, step.copy.vector_width, step.copy.threads_x,
+                                    step.copy.threads, step.copy.unroll_rounds);
+        break;
+    }
+    case Step::Kind::RegisterFragment:
+        if (step.x.name.empty()) {
+            alcop::schedule_register_fragment(handle(step.func));
+        } else {
+            alcop::schedule_register_fragment(handle(step.func), Var(step.x.name), step.value);
+        }
         break;
     case Step::Kind::Enable:
         if (step.shared_memory_limit || step.register_limit) {
@@ -613,6 +648,16 @@ std::string Schedule::source(const std::string &header) const {
         case Step::Kind::TensorCores:
             body << "alcop::tensor_cores(" << names.func(step.func) << ", " << step.warp_m << ", " << step.warp_n
                  << ");\n";
+            break;
+        case Step::Kind::RegisterFragment:
+            body << "alcop::schedule_register_fragment(" << names.func(step.func);
+            if (!step.x.name.empty()) body << ", " << names.var(step.x) << ", " << step.value;
+            body << ");\n";
+            break;
+        case Step::Kind::StagedCopy:
+            body << "alcop::schedule_staged_copy(" << stage_text(step.stage, names) << ", {"
+                 << dims_text(step.copy.dims, names) << "}, " << step.copy.vector_width << ", " << step.copy.threads_x
+                 << ", " << step.copy.threads << (step.copy.unroll_rounds ? "" : ", false") << ");\n";
             break;
         case Step::Kind::Enable:
             if (step.shared_memory_limit || step.register_limit) {

@@ -122,6 +122,10 @@ struct Step {
         /// alcop::schedule_tensor_core_tile(stage, x, y, warp_m, warp_n, {within...}, {chunks...})
         TensorCoreTile,
         TensorCores,  ///< alcop::tensor_cores(func, warp_m, warp_n)
+        /// alcop::schedule_staged_copy(stage, {copied...}, vector_width, threads_x, threads[, false])
+        StagedCopy,
+        /// alcop::schedule_register_fragment(func[, x, value]): x the dense Var (none: empty)
+        RegisterFragment,
     };
     enum class Origin { PipelineFunc, Wrapper, RFactor };
     Kind kind;
@@ -144,6 +148,12 @@ struct Step {
     int warp_m = 0, warp_n = 0;
     Dim x, y;
     std::vector<Dim> within_chunk, chunks;
+    // StagedCopy (on `stage`): the loops dealt out to the threads, innermost first, and how
+    struct {
+        std::vector<Dim> dims;
+        int vector_width = 1, threads_x = 1, threads = 1;
+        bool unroll_rounds = true;
+    } copy;
     // Enable: alcop::Options' limits (0: the target's defaults, and plain enable(pipeline, target))
     int64_t shared_memory_limit = 0;
     int register_limit = 0;
@@ -221,6 +231,12 @@ public:
                           const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {});
     /** alcop::tensor_cores(f, warp_m, warp_n). */
     void tensor_cores(FuncRef f, int warp_m, int warp_n);
+    /** alcop::schedule_staged_copy on `stage` (a staged tile's pure definition, or a
+     * specialization of it). */
+    void staged_copy(StageRef stage, const std::vector<Dim> &dims, int vector_width, int threads_x, int threads,
+                     bool unroll_rounds);
+    /** alcop::schedule_register_fragment(f, dense, extent), or (f) where `dense` has no name. */
+    void register_fragment(FuncRef f, const Dim &dense, int extent);
     /** alcop::enable, with the launch limits set by set_launch_limits() if any. */
     void enable();
     /** The pass checks the kernels against these (alcop::Options::shared_memory_limit and
@@ -247,6 +263,9 @@ public:
     static std::string sanitize(const std::string &name);
 
 private:
+    /** The Halide Stage a StageRef names (specializing, which returns the existing
+     * specialization of an equal condition). */
+    Halide::Stage stage_of(const StageRef &s) const;
     struct {
         int64_t shared_memory_bytes = 0;
         int registers = 0;

@@ -138,6 +138,49 @@ Halide::Func schedule_tensor_core_tile(Halide::Func f, Var x, Var y, int warp_m,
     return f;
 }
 
+Halide::Stage schedule_staged_copy(Halide::Stage stage, const std::vector<Var> &dims, int vector_width,
+                                   int threads_x, int threads, bool unroll_rounds) {
+    user_assert(!dims.empty() && vector_width > 0 && threads_x > 0 && threads > 0 && threads % threads_x == 0)
+        << "alcop::schedule_staged_copy(" << user_name(stage.name()) << ", vector_width " << vector_width
+        << ", threads_x " << threads_x << ", threads " << threads
+        << "): needs a dimension, positive counts, and threads a multiple of threads_x.\n";
+    Var copied = dims[0];
+    if (vector_width > 1) {
+        Var vectors(dims[0].name() + "_o"), lanes(dims[0].name() + "_v");
+        stage.split(dims[0], vectors, lanes, vector_width, TailStrategy::RoundUp).vectorize(lanes);
+        copied = vectors;
+    }
+    for (size_t i = 1; i < dims.size(); i++) {
+        Var fused("t" + std::to_string(i));
+        stage.fuse(copied, dims[i], fused);
+        copied = fused;
+    }
+    Var rounds("t_o"), in_round("t_i"), tx("t_x"), ty("t_y");
+    stage.split(copied, rounds, in_round, threads, TailStrategy::GuardWithIf)
+        .split(in_round, ty, tx, threads_x)
+        .reorder(tx, ty, rounds)
+        .gpu_threads(tx, ty);
+    if (unroll_rounds) stage.unroll(rounds);
+    return stage;
+}
+
+Halide::Func schedule_register_fragment(Halide::Func frag, const Var &dense, int extent) {
+    user_assert(extent > 0) << "alcop::schedule_register_fragment(" << user_name(frag.name()) << ", " << dense.name()
+                            << ", " << extent << "): the extent must be positive.\n";
+    const int width = extent % 4 == 0 ? 4 : extent % 2 == 0 ? 2 : 1;
+    if (width > 1) {
+        Var lanes(dense.name() + "_v");
+        frag.split(dense, dense, lanes, width).vectorize(lanes);
+    }
+    return schedule_register_fragment(frag);
+}
+
+Halide::Func schedule_register_fragment(Halide::Func frag) {
+    frag.store_in(MemoryType::Register);
+    for (const Var &v : frag.args()) frag.unroll(v);
+    return frag;
+}
+
 namespace {
 
 void add_function(const Function &f, std::map<std::string, Function> &env) {

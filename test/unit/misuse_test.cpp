@@ -135,6 +135,21 @@ TEST(Misuse, NoBlockPerSm) {
                      "at least one block must fit on an SM");
 }
 
+// The schedule helpers the generators and the autoscheduler share (alcop/Directive.h).
+TEST(Misuse, StagedCopyThreadsThatAreNotWholeRows) {
+    const DirectiveError e = directive_error(
+        "copied", [](Func f) { alcop::schedule_staged_copy(f, {f.args()[0]}, 4, /*threads_x=*/32, /*threads=*/48); });
+    EXPECT_REJECTION(e.message, "alcop::schedule_staged_copy(" + alcop::user_name(e.func) + ", vector_width 4",
+                     "threads a multiple of threads_x");
+}
+
+TEST(Misuse, RegisterFragmentOfNoExtent) {
+    const DirectiveError e =
+        directive_error("fragment", [](Func f) { alcop::schedule_register_fragment(f, f.args()[0], 0); });
+    EXPECT_REJECTION(e.message, "alcop::schedule_register_fragment(" + alcop::user_name(e.func),
+                     "the extent must be positive");
+}
+
 TEST(Misuse, ReadAfterTheLoop) {
     Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
     EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
