@@ -13,6 +13,7 @@
 // And two row reductions, which the autoscheduler schedules as rows of lanes (RowReduction.h):
 //   as_softmax:   out(x, y) = exp(v(x, y) - max_r v) / sum_r exp(v(r, y) - max_r v),
 //              v = scale in(x, y) [+ mask(x, y / mask_rows)]; with heads > 0, rows in(x, y, h)
+//              (and batch > 0: in(x, y, h, b))
 //   as_layernorm: out(x, y) = (in(x, y) - mean_y) / sqrt(variance_y + epsilon) * gamma(x) + beta(x)
 //              (`type=f16`: fp16 inputs and output, fp32 arithmetic)
 //
@@ -339,8 +340,9 @@ private:
 class Softmax : public Generator<Softmax> {
 public:
     GeneratorParam<int> keys{"keys", 128}, rows{"rows", 512};  // the estimates
-    // A third dimension of rows (attention's heads: in(x, y, h)) of this estimate; 0: none.
-    GeneratorParam<int> heads{"heads", 0};
+    // A third dimension of rows (attention's heads: in(x, y, h)) of this estimate; 0: none. And
+    // with it a fourth (the batch: in(x, y, h, b)).
+    GeneratorParam<int> heads{"heads", 0}, batch{"batch", 0};
     GeneratorParam<float> scale{"scale", 0.125f};
     // The input's and the output's type: f32 or f16 (the arithmetic is fp32).
     GeneratorParam<std::string> type{"type", "f32"};
@@ -354,7 +356,9 @@ public:
     GeneratorOutput<Buffer<>> *out = nullptr;
 
     void configure() {
-        const int dims = heads > 0 ? 3 : 2;
+        _halide_user_assert(batch == 0 || heads > 0)
+            << "The as_softmax generator: batch=" << (int)batch << " needs heads > 0 (rows in(x, y, h, b)).\n";
+        const int dims = 2 + (heads > 0) + (batch > 0);
         in = add_input<Buffer<>>("in", operand_type(type), dims);
         if (add_mask) {
             mask = add_input<Buffer<float>>("mask", 2);
@@ -366,9 +370,11 @@ public:
     void generate() {
         RDom r(0, in->dim(0).extent(), "r");
         std::vector<Var> row{y}, element{x, y};
-        if (heads > 0) {
-            row.push_back(h);
-            element.push_back(h);
+        for (const auto &[estimate, v] : {std::pair<int, Var>{heads, h}, {batch, b}}) {
+            if (estimate > 0) {
+                row.push_back(v);
+                element.push_back(v);
+            }
         }
         auto at = [&](const Expr &along) {
             std::vector<Expr> args{along};
@@ -384,6 +390,7 @@ public:
 
         Region extents{{0, keys}, {0, rows}};
         if (heads > 0) extents.emplace_back(0, heads);
+        if (batch > 0) extents.emplace_back(0, batch);
         in->set_estimates(extents);
         if (mask) {
             mask->set_estimates({{0, keys}, {0, rows}});
@@ -393,7 +400,7 @@ public:
     }
 
 private:
-    Var x{"x"}, y{"y"}, h{"h"};
+    Var x{"x"}, y{"y"}, h{"h"}, b{"b"};
 };
 
 /** Layernorm over rows, written plainly: (in - mean) / sqrt(variance + epsilon) * gamma + beta. */

@@ -11,6 +11,7 @@
 #include "EpilogueNumbers.h"
 
 #include "as_layernorm_f32.h"
+#include "as_softmax_f32_batched.h"
 #include "as_softmax_f32_heads.h"
 #include "as_softmax_f32_masked.h"
 #include "layernorm_f32.h"
@@ -134,28 +135,39 @@ TEST(AutoscheduledRowReductions, SoftmaxWithScaleAndMask) {
     }
 }
 
-// Rows in two dimensions (attention's queries and heads: in(x, y, h)), the plugin's block of
-// rows along the first and one block per head.
-TEST(AutoscheduledRowReductions, SoftmaxOverRowsOfHeads) {
-    const int heads = 3;
-    for (int n : row_lengths) {
-        SCOPED_TRACE(n);
-        std::mt19937 rng(n);
-        std::uniform_real_distribution<float> value(-30.0f, 30.0f);
-        Halide::Runtime::Buffer<float> in(n, rows, heads), out = reference::poisoned({n, rows, heads});
-        in.for_each_value([&](float &v) { v = value(rng); });
-        in.set_host_dirty();
-        ASSERT_EQ(as_softmax_f32_heads(in, out), 0);
-        out.copy_to_host();
-        int bad = 0;
-        for (int h = 0; h < heads; h++) {
-            for (int y = 0; y < rows; y++) {
-                bad += softmax_row_mismatches(
-                    n, [&](int x) { return 0.125 * in(x, y, h); }, [&](int x) { return out(x, y, h); });
+// Rows in two and three dimensions (attention's queries, heads and batch: in(x, y, h[, b])), the
+// plugin's block of rows along the first, one block per head and batch (fused into one block
+// dimension with four).
+TEST(AutoscheduledRowReductions, SoftmaxOverRowsOfHeadsAndBatches) {
+    const int heads = 3, batch = 2;
+    for (bool batched : {false, true}) {
+        for (int n : row_lengths) {
+            SCOPED_TRACE(std::to_string(n) + (batched ? " batched" : ""));
+            std::mt19937 rng(n);
+            std::uniform_real_distribution<float> value(-30.0f, 30.0f);
+            std::vector<int> sizes{n, rows, heads};
+            if (batched) sizes.push_back(batch);
+            Halide::Runtime::Buffer<float> in(sizes), out = reference::poisoned(sizes);
+            in.for_each_value([&](float &v) { v = value(rng); });
+            in.set_host_dirty();
+            ASSERT_EQ(batched ? as_softmax_f32_batched(in, out) : as_softmax_f32_heads(in, out), 0);
+            out.copy_to_host();
+            int bad = 0;
+            for (int b = 0; b < (batched ? batch : 1); b++) {
+                for (int h = 0; h < heads; h++) {
+                    for (int y = 0; y < rows; y++) {
+                        auto at = [&](const Halide::Runtime::Buffer<float> &f, int x) {
+                            return batched ? f(x, y, h, b) : f(x, y, h);
+                        };
+                        bad += softmax_row_mismatches(
+                            n, [&](int x) { return 0.125 * at(in, x); }, [&](int x) { return at(out, x); });
+                    }
+                }
             }
+            std::printf("softmax over %s, rows of %d: %d of %d off\n", batched ? "heads and batches" : "heads", n,
+                        bad, (int)out.number_of_elements());
+            EXPECT_EQ(bad, 0);
         }
-        std::printf("softmax over heads, rows of %d: %d of %d off\n", n, bad, n * rows * heads);
-        EXPECT_EQ(bad, 0);
     }
 }
 
