@@ -1,5 +1,7 @@
 #include "autoscheduler/RowReductionSchedule.h"
 
+#include <algorithm>
+
 namespace alcop {
 namespace autoscheduler {
 
@@ -39,7 +41,10 @@ Dim tile_rows(Schedule &schedule, const RowReductions &r, FuncRef out) {
 void reduce_across_lanes(Schedule &schedule, const Function &reduction, FuncRef red, FuncRef out,
                          const Dim &rows_loop) {
     const std::string r = reduction.update(0).schedule().rvars()[0].var;
-    const Dim step{r + "_step", true}, lane_r{r + "_lane", true}, lane{"lane"}, row{reduction.args()[0]};
+    // The partials' new dimension: `lane`, unless the reduction has a variable of that name.
+    std::string lane_name = "lane";
+    while (std::count(reduction.args().begin(), reduction.args().end(), lane_name)) lane_name += "_";
+    const Dim step{r + "_step", true}, lane_r{r + "_lane", true}, lane{lane_name}, row{reduction.args()[0]};
     schedule.stage(red, 0).split({r, true}, step, lane_r, row_reduction_lanes, TailStrategy::GuardWithIf).done();
     const FuncRef partial = schedule.rfactor(red, {{lane_r, lane}});
     // Each lane's partial, in its registers, stored once where red's thread reads it.

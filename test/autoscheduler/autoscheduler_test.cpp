@@ -628,10 +628,10 @@ TEST(Autoscheduler, UnrecognizedPipelineGetsAPlainGpuSchedule) {
 }
 
 /** Softmax over x of 0.125 in(x, y), written plainly: two inline reductions, of `type` (fp32
- * arithmetic). */
-Built softmax(Type type = Float(32)) {
+ * arithmetic); `row` names y. */
+Built softmax(Type type = Float(32), const std::string &row = "y") {
     ImageParam in(type, 2, "in");
-    Var x("x"), y("y");
+    Var x("x"), y(row);
     RDom r(0, in.dim(0).extent(), "r");
     Func v("v"), e("e"), out("out");
     v(x, y) = cast<float>(in(x, y)) * 0.125f;
@@ -665,7 +665,9 @@ Built layernorm() {
 // over the lanes, no pipeline, one kernel whose only barriers are the two after each reduction
 // (the lanes' partials, then the rows' values). Their numbers: test/e2e (as_softmax, as_layernorm).
 TEST(RowReductions, AreScheduledAsRowsOfLanes) {
-    for (auto make : {std::function<Built()>([] { return softmax(); }), std::function<Built()>(layernorm)}) {
+    // (The rows named as the lanes the schedule adds would be: it names those apart.)
+    for (auto make : {std::function<Built()>([] { return softmax(); }), std::function<Built()>(layernorm),
+                      std::function<Built()>([] { return softmax(Float(32), "lane"); })}) {
         Built b = make();
         const Target t("host-opencl");
         Scheduled s = autoschedule(b, "Alcop", t);
