@@ -37,12 +37,86 @@ public:
     Halide::GeneratorParam<Operands> out_type{"out_type", Operands::F32, operand_type_names()};
     // Rows per block: one warp each.
     Halide::GeneratorParam<int> rows_per_block{"rows_per_block", 4, 1, 32};
+    // The buffers promise 16-byte vectors (host alignment 16, rows from element 0, row strides a
+    // whole number of vectors; Halide::Runtime::Buffer allocations of such rows are): a lane
+    // then reads and writes 16 bytes at once (ld.global.v4: 8 halves or 4 floats), where the
+    // row is a whole number of the warp's vectors (a specialization); element by element in
+    // the others. Without it, element by element everywhere.
+    Halide::GeneratorParam<bool> aligned{"aligned", false};
 
 protected:
     static constexpr int warp = 32;
     Halide::Var x{"x"}, y{"y"}, lane{"lane"};
 
     using Values = std::vector<Halide::Expr>;
+
+    /** Elements a lane reads or writes at once: 16 bytes of the input with `aligned`, else 1. */
+    int vector_elements() const {
+        return aligned ? 16 / element_type(type).bytes() : 1;
+    }
+
+    /** Promises what a 16-byte vector needs of `b` (aligned=true; see `aligned`). */
+    template<typename Buffer>
+    void promise_vectors(Buffer &b) const {
+        if (!aligned) return;
+        const int v = 16 / b.type().bytes();
+        b.set_host_alignment(16);
+        b.dim(0).set_min(0);
+        for (int d = 1; d < b.dimensions(); d++) {
+            b.dim(d).set_stride((b.dim(d).stride() / v) * v);
+        }
+    }
+
+    /** A row of n elements is a whole number of the warp's vectors: every lane's every read and
+     * write is a whole vector inside the row (out is specialized on it). */
+    Halide::Expr whole_row(const Halide::Expr &n) const {
+        return n % (warp * vector_elements()) == 0;
+    }
+
+    /** One lane's reads of its row of `f` (a Func of (x, y), n elements a row): lane l reads
+     * elements l, l + 32, ... (one at a time: `at` over the RDom `r`, its `value`, and whether
+     * it is `inside` the row; past it, the row's last element). With vectors of V > 1 elements
+     * (`aligned`), in steps of the warp's vectors: lane l reads elements (32 s + l) V + e, e < V,
+     * `loads(e, lane, s, y)` holding a step's vector (one vector load where the row is whole,
+     * load_per_step; clamped elements where not), r = (e, s). */
+    struct LaneReads {
+        Halide::RDom r;
+        Halide::Func loads;  ///< undefined without vectors
+        Halide::Expr at, value, inside;
+    };
+    LaneReads lane_reads(Halide::Func f, const Halide::Expr &n, const std::string &name) const {
+        using namespace Halide;
+        const int v = vector_elements();
+        LaneReads l;
+        if (v == 1) {
+            l.r = RDom(0, (n + warp - 1) / warp, name + "_r");
+            l.at = l.r * warp + lane;
+            l.value = f(min(l.at, n - 1), y);
+            l.inside = l.at < n;
+            return l;
+        }
+        Var e("e"), s("s");
+        l.r = RDom(0, v, 0, (n + warp * v - 1) / (warp * v), name + "_r");
+        Expr first = (s * warp + lane) * v + e;
+        // Where the row is whole every element is inside: said so, so that a step's index is a
+        // dense vector (the specialization folds the select); elsewhere clamped.
+        Expr index = select(whole_row(n), unsafe_promise_clamped(first, 0, n - 1), min(first, n - 1));
+        l.loads = Func(name + "_loads");
+        l.loads(e, lane, s, y) = f(index, y);
+        l.at = (l.r.y * warp + lane) * v + l.r.x;
+        l.value = l.loads(l.r.x, lane, l.r.y, y);
+        l.inside = whole_row(n) || l.at < n;
+        return l;
+    }
+
+    /** With vectors, each step's vector of `reads` loaded at `partial`'s update step loop,
+     * vectorized, and the step's elements unrolled. */
+    void load_per_step(const LaneReads &reads, Halide::Func partial) {
+        if (!reads.loads.defined()) return;
+        Halide::Func loads = reads.loads;
+        loads.compute_at(partial, reads.r.y).vectorize(loads.args()[0]);
+        partial.update().unroll(reads.r.x);
+    }
 
     /** The values of f (one or a Tuple's) at (l, row). */
     static Values values(Halide::Func f, const Halide::Expr &l, const Halide::Expr &row) {
@@ -82,16 +156,36 @@ protected:
     /** out over blocks of rows_per_block rows, a warp per row, each lane writing its elements
      * lane, lane + 32, ...; every Func of `per_row` (the partials and butterfly steps) computed
      * per row by the row's 32 lanes (their update too). */
-    void schedule_rows(Halide::Func out, const std::vector<Halide::Func> &per_row) {
+    void schedule_rows(Halide::Func out, const std::vector<Halide::Func> &per_row, const Halide::Expr &n) {
         using namespace Halide;
-        Var yo("yo"), yi("yi"), xo("xo"), xi("xi");
-        out.split(y, yo, yi, rows_per_block, TailStrategy::GuardWithIf)
-            .split(x, xo, xi, warp, TailStrategy::GuardWithIf)
-            .reorder(xo, xi, yi, yo)
-            .gpu_blocks(yo);
-        if (this->get_target().has_feature(Target::CUDA)) {
+        Var yo("yo"), yi("yi"), xo("xo"), xi("xi"), xv("xv"), xe("xe");
+        const bool cuda = this->get_target().has_feature(Target::CUDA);
+        out.split(y, yo, yi, rows_per_block, TailStrategy::GuardWithIf);
+        // Each lane's elements of its row: one at a time, x = 32 xo + lane, or, where the row
+        // is whole (vectors), whole vectors, x = (32 xo + lane) V + e (the elements of a vector
+        // left scalar in the other branch, whose tails would be masked stores).
+        auto lanes = [&](Stage s, bool vectors) {
+            if (vectors) {
+                // (The branch's rows are whole vectors: rounding up adds nothing, and leaves no
+                // masked tail, which OpenCL's backend cannot emit.)
+                s.split(x, xv, xe, vector_elements(), TailStrategy::RoundUp)
+                    .vectorize(xe)
+                    .split(xv, xo, xi, warp, TailStrategy::GuardWithIf)
+                    .reorder(xe, xo, xi, yi, yo);
+            } else {
+                s.split(x, xo, xi, warp, TailStrategy::GuardWithIf).reorder(xo, xi, yi, yo);
+            }
+            s.gpu_blocks(yo);
+            if (cuda) {
+                s.gpu_threads(yi).gpu_lanes(xi);
+            } else {
+                s.gpu_threads(xi, yi);
+            }
+        };
+        if (vector_elements() > 1) lanes(out.specialize(whole_row(n)), true);
+        lanes(out, false);
+        if (cuda) {
             // A row's statistics live in its warp's registers, exchanged by warp shuffles.
-            out.gpu_threads(yi).gpu_lanes(xi);
             for (Func f : per_row) {
                 f.compute_at(out, yi).gpu_lanes(lane);
                 for (int u = 0; u < f.num_update_definitions(); u++) {
@@ -101,7 +195,6 @@ protected:
         } else {
             // Other GPU APIs have no gpu_lanes: the statistics go through shared memory, a
             // barrier between butterfly steps.
-            out.gpu_threads(xi, yi);
             for (Func f : per_row) {
                 f.compute_at(out, yo).gpu_threads(lane, y);
                 for (int u = 0; u < f.num_update_definitions(); u++) {
@@ -109,6 +202,13 @@ protected:
                 }
             }
         }
+    }
+
+    /** The lane that writes element x of a row (schedule_rows), whose registers hold the row's
+     * statistics (every lane's do, after the butterfly: reading one's own needs no shuffle). */
+    Halide::Expr lane_of(const Halide::Expr &x, const Halide::Expr &n) const {
+        const int v = vector_elements();
+        return v > 1 ? select(whole_row(n), (x / v) % warp, x % warp) : x % warp;
     }
 
     /** `v` (fp32) as out_type, after checking both element types against the target. */
@@ -150,12 +250,11 @@ public:
 
         // Each lane's running maximum m and sum s of exp(v - m) over its elements.
         const float lowest = std::numeric_limits<float>::lowest();
-        RDom r(0, (n + warp - 1) / warp, "r");
-        Expr at = r * warp + lane;
+        const LaneReads reads = lane_reads(v, n, "softmax");
         Func partial("softmax_partial");
         partial(lane, y) = Tuple(lowest, 0.0f);
         Expr m = partial(lane, y)[0], s = partial(lane, y)[1];
-        Expr value = v(min(at, n - 1), y), inside = at < n;
+        Expr value = reads.value, inside = reads.inside;
         Expr m_new = select(inside, max(m, value), m);
         partial(lane, y) = Tuple(m_new, select(inside, s * exp(m - m_new) + exp(value - m_new), s));
 
@@ -167,11 +266,15 @@ public:
                 return Values{top, a[1] * exp(a[0] - top) + b[1] * exp(b[0] - top)};
             },
             steps);
-        Expr row_max = row(x % warp, y)[0], row_sum = row(x % warp, y)[1];
+        Expr row_max = row(lane_of(x, n), y)[0], row_sum = row(lane_of(x, n), y)[1];
         out(x, y) = narrowed("softmax", exp(v(x, y) - row_max) / row_sum);
 
         out.dim(0).set_min(0);
-        schedule_rows(out, steps);
+        promise_vectors(in);
+        promise_vectors(out);
+        if (mask) promise_vectors(*mask);
+        schedule_rows(out, steps, n);
+        load_per_step(reads, partial);
     }
 };
 
@@ -195,28 +298,33 @@ public:
     void generate() {
         using namespace Halide;
         const Expr n = in.dim(0).extent();
-        RDom r(0, (n + warp - 1) / warp, "r");
-        Expr at = r * warp + lane, inside = at < n;
-        Expr value = to_float32(in(min(at, n - 1), y));
+        Func value("value");
+        value(x, y) = to_float32(in(x, y));
+        const LaneReads sums = lane_reads(value, n, "sum"), squares = lane_reads(value, n, "squares");
         auto add = [](const Values &a, const Values &b) { return Values{a[0] + b[0]}; };
 
         // The mean, then the centred sum of squares.
         Func sum_partial("sum_partial"), squares_partial("squares_partial");
         sum_partial(lane, y) = 0.0f;
-        sum_partial(lane, y) += select(inside, value, 0.0f);
+        sum_partial(lane, y) += select(sums.inside, sums.value, 0.0f);
         std::vector<Func> steps;
         Func row_sum = butterfly(sum_partial, add, steps);
         Expr mean = row_sum(lane, y) / cast<float>(n);
+        Expr centred = squares.value - mean;
         squares_partial(lane, y) = 0.0f;
-        squares_partial(lane, y) += select(inside, (value - mean) * (value - mean), 0.0f);
+        squares_partial(lane, y) += select(squares.inside, centred * centred, 0.0f);
         Func row_squares = butterfly(squares_partial, add, steps);
 
-        Expr row_mean = row_sum(x % warp, y) / cast<float>(n);
-        Expr rstd = 1.0f / sqrt(row_squares(x % warp, y) / cast<float>(n) + epsilon);
-        out(x, y) = narrowed("layernorm", (to_float32(in(x, y)) - row_mean) * rstd * to_float32(gamma(x)) + to_float32(beta(x)));
+        Expr row_mean = row_sum(lane_of(x, n), y) / cast<float>(n);
+        Expr rstd = 1.0f / sqrt(row_squares(lane_of(x, n), y) / cast<float>(n) + epsilon);
+        out(x, y) = narrowed("layernorm", (value(x, y) - row_mean) * rstd * to_float32(gamma(x)) + to_float32(beta(x)));
 
         out.dim(0).set_min(0);
-        schedule_rows(out, steps);
+        for (Halide::GeneratorInput<Halide::Buffer<>> *b : {&in, &gamma, &beta}) promise_vectors(*b);
+        promise_vectors(out);
+        schedule_rows(out, steps, n);
+        load_per_step(sums, sum_partial);
+        load_per_step(squares, squares_partial);
     }
 };
 

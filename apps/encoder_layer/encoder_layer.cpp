@@ -465,8 +465,9 @@ int main(int argc, char **argv) {
     }
     if (seq) s.seq = seq;
     if (batch) s.batch = batch;
-    if (s.seq % 2) {
-        std::fprintf(stderr, "--seq must be even (16-bit rows start at 4-byte boundaries)\n");
+    if (s.seq % 8) {
+        // softmax and layernorm read and write their rows in 16-byte vectors (aligned=true).
+        std::fprintf(stderr, "--seq must be a multiple of 8 (rows of whole 16-byte vectors of 16-bit values)\n");
         return 2;
     }
     std::printf("BERT encoder layer (%s): hidden %d, %d heads of %d, FFN %d, sequence %d, batch %d; %s\n",

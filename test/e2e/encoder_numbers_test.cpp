@@ -15,7 +15,9 @@
 #include "as_softmax_f32_heads.h"
 #include "as_softmax_f32_masked.h"
 #include "layernorm_f32.h"
+#include "layernorm_f32_aligned.h"
 #include "softmax_f32_masked.h"
+#include "softmax_f32_masked_aligned.h"
 #include "tcg_bmm_bf16_s2_k16_relu.h"
 #include "tcg_bmm_f16_s3_bkm.h"
 #include "tcg_gemm_f16_s3_gelu.h"
@@ -128,6 +130,44 @@ TEST(RowReductions, SoftmaxWithScaleAndMask) {
     }
 }
 
+// With aligned=true: rows of whole vectors (4 floats), some a whole number of the warp's 128
+// elements (the vector kernel), the others not (element by element).
+const std::vector<int> aligned_row_lengths{4, 8, 36, 128, 200, 256, 768};
+
+TEST(RowReductions, SoftmaxOfAlignedRows) {
+    for (int n : aligned_row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(softmax_mismatches(softmax_f32_masked_aligned, n), 0);
+    }
+}
+
+// Rows padded to whole vectors (a row of 6 floats in a stride of 8): the row is not whole, and
+// its vector-less kernel reads and writes the 6 elements only.
+TEST(RowReductions, SoftmaxOfPaddedAlignedRows) {
+    const int n = 6, padded = 8;
+    std::mt19937 rng(n);
+    std::uniform_real_distribution<float> value(-30.0f, 30.0f);
+    Halide::Runtime::Buffer<float> in_rows(padded, rows), mask_rows(padded, rows / 3), out_rows(padded, rows);
+    in_rows.for_each_value([&](float &v) { v = value(rng); });
+    mask_rows.fill(0.0f);
+    out_rows.fill(-1.0f);
+    Halide::Runtime::Buffer<float> in = in_rows.cropped(0, 0, n), mask = mask_rows.cropped(0, 0, n),
+                                   out = out_rows.cropped(0, 0, n);
+    in.set_host_dirty();
+    mask.set_host_dirty();
+    out.set_host_dirty();
+    ASSERT_EQ(softmax_f32_masked_aligned(in, mask, 3, out), 0);
+    out.copy_to_host();  // into out_rows' host memory, which the crop shares
+    int bad = 0, padding_written = 0;
+    for (int y = 0; y < rows; y++) {
+        bad += softmax_row_mismatches(
+            n, [&](int x) { return 0.125 * in_rows(x, y); }, [&](int x) { return out_rows(x, y); });
+        for (int x = n; x < padded; x++) padding_written += out_rows(x, y) != -1.0f;
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(padding_written, 0);
+}
+
 TEST(AutoscheduledRowReductions, SoftmaxWithScaleAndMask) {
     for (int n : row_lengths) {
         SCOPED_TRACE(n);
@@ -205,6 +245,13 @@ TEST(RowReductions, LayerNorm) {
     for (int n : row_lengths) {
         SCOPED_TRACE(n);
         EXPECT_EQ(layernorm_mismatches(layernorm_f32, n), 0);
+    }
+}
+
+TEST(RowReductions, LayerNormOfAlignedRows) {
+    for (int n : aligned_row_lengths) {
+        SCOPED_TRACE(n);
+        EXPECT_EQ(layernorm_mismatches(layernorm_f32_aligned, n), 0);
     }
 }
 

@@ -128,6 +128,44 @@ TEST(RowReductions, AWarpARowThroughShuffles) {
 #endif
 }
 
+// With aligned=true (the app's kernels): where a row is a whole number of the warp's vectors (one
+// of the two kernels, a specialization), each lane reads and writes its row in vectors
+// (ld.global.v4.b16: 8 bytes, the widest vector Halide 14's PTX backend proves aligned in a
+// kernel's buffer) and never element by element; the other kernel reads and writes the elements
+// of the other rows. The same shuffles in each.
+TEST(RowReductions, AlignedRowsMoveVectors) {
+    struct Case {
+        const char *generator;
+        int shuffles;
+    };
+    for (const Case &c : {Case{"softmax", 5 * 2}, Case{"layernorm", 2 * 5}}) {
+        SCOPED_TRACE(c.generator);
+        const std::string ptx = kernel_source::of_generator(c.generator, sm80,
+                                                            {{"type", "f16"}, {"out_type", "f16"}, {"aligned", "true"}});
+        const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+        ASSERT_EQ(kernels.size(), 2u);
+        int vector_kernels = 0;
+        for (const kernel_source::Kernel &k : kernels) {
+            EXPECT_EQ(count(k.text, "shfl.sync.idx.b32"), c.shuffles) << k.name;
+            const int loads = count(k.text, "ld.global.v4.b16") + count(k.text, "ld.global.nc.v4.b16");
+            const int scalar_loads = count(k.text, "ld.global.b16") + count(k.text, "ld.global.nc.b16");
+            const int stores = count(k.text, "st.global.v4.b16"), scalar_stores = count(k.text, "st.global.b16");
+            std::printf("%s %s: %d + %d loads, %d + %d stores (vectors + elements)\n", c.generator, k.name.c_str(),
+                        loads, scalar_loads, stores, scalar_stores);
+            if (stores == 0) continue;  // the kernel of the other rows
+            vector_kernels++;
+            EXPECT_GT(loads, 0) << k.name;
+            EXPECT_EQ(scalar_loads + scalar_stores, 0) << k.name;
+        }
+        EXPECT_EQ(vector_kernels, 1);
+        EXPECT_EQ(count(ptx, "ld.local") + count(ptx, "st.local") + count(ptx, "__local_depot"), 0);
+        EXPECT_EQ(assembly_problems(ptx, c.generator), "");
+    }
+#ifndef ALCOP_PTXAS
+    ALCOP_SKIP_ASSEMBLING("softmax and layernorm");
+#endif
+}
+
 // Every kernel of apps/encoder_layer (apps/encoder_layer/kernels.cmake) as its CUDA builds make
 // it: fp16 (encoder_layer_cuda) or bf16 (encoder_layer_cuda_bf16), tensor cores for the
 // contractions, with the opt-in's limits; ptxas assembles each for sm_80 and sm_90 without
