@@ -15,7 +15,8 @@
 // both, the butterfly combines pairs); layernorm's take two (the mean, then the centred sum of
 // squares, which does not cancel as sum x^2 - n mean^2 does in fp32). The output pass reads
 // the row again (from L1 / L2: a row of 512 fp16 values is 1 KB). Inputs and outputs are f32,
-// f16 or bf16 (`type`, `out_type`); the arithmetic is fp32.
+// f16 or bf16 (`type`, `out_type`); the arithmetic is fp32. With `aligned=true` a lane moves
+// its row in 16-byte vectors, element (32 s + lane) 16/size + e, where the row allows.
 
 #include "Halide.h"
 
@@ -39,9 +40,10 @@ public:
     Halide::GeneratorParam<int> rows_per_block{"rows_per_block", 4, 1, 32};
     // The buffers promise 16-byte vectors (host alignment 16, rows from element 0, row strides a
     // whole number of vectors; Halide::Runtime::Buffer allocations of such rows are): a lane
-    // then reads and writes 16 bytes at once (ld.global.v4: 8 halves or 4 floats), where the
-    // row is a whole number of the warp's vectors (a specialization); element by element in
-    // the others. Without it, element by element everywhere.
+    // then reads and writes 16 bytes of its row at a time (8 halves or 4 floats, in PTX vectors
+    // of 8 bytes, the widest Halide 14 proves aligned in a kernel's buffer), where the row is a
+    // whole number of the warp's vectors (a specialization); element by element in the
+    // others. Without it, element by element everywhere.
     Halide::GeneratorParam<bool> aligned{"aligned", false};
 
 protected:
@@ -154,8 +156,9 @@ protected:
     }
 
     /** out over blocks of rows_per_block rows, a warp per row, each lane writing its elements
-     * lane, lane + 32, ...; every Func of `per_row` (the partials and butterfly steps) computed
-     * per row by the row's 32 lanes (their update too). */
+     * lane, lane + 32, ... (with vectors, where the row of n elements is whole: its vectors);
+     * every Func of `per_row` (the partials and butterfly steps) computed per row by the row's
+     * 32 lanes (their update too). */
     void schedule_rows(Halide::Func out, const std::vector<Halide::Func> &per_row, const Halide::Expr &n) {
         using namespace Halide;
         Var yo("yo"), yi("yi"), xo("xo"), xi("xi"), xv("xv"), xe("xe");
