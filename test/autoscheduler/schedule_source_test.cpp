@@ -191,6 +191,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 
+// The plain row reductions refuse bf16, which Halide 14 cannot convert plainly for CUDA (LLVM
+// fails), with an error naming the generator.
+TEST(PlainRowReductions, RefuseBf16) {
+    for (const std::string generator : {"as_softmax", "as_layernorm"}) {
+        std::string message;
+        try {
+            unscheduled(generator, Target(cuda), {{"type", "bf16"}});
+        } catch (const CompileError &e) {
+            message = e.what();
+        }
+        EXPECT_NE(message.find("The " + generator + " generator: type=bf16"), std::string::npos) << message;
+    }
+}
+
 // The helper the sources call for the edge blocks' copies: it clamps the dimensions it is given
 // (all by default) and names the wrapper where one it is given does not exist.
 TEST(ClampToInputBounds, ClampsTheListedDimensionsOnly) {
