@@ -95,13 +95,7 @@ protected:
         const Halide::Target target = this->get_target();
         const bool async = target.has_feature(Halide::Target::CUDA) && alcop::uses_async_copies(target, kind);
         if (async) {
-            for (OperandInput *in : {&a, &b}) {
-                in->set_host_alignment(16);
-                in->dim(0).set_min(0);
-                for (int d = 1; d < in->dimensions(); d++) {
-                    in->dim(d).set_stride((in->dim(d).stride() / vector) * vector);
-                }
-            }
+            for (OperandInput *in : {&a, &b}) promise_vectors(*in, vector);
         }
         return async;
     }

@@ -241,6 +241,17 @@ inline void check_output_type(const std::string &generator, const Halide::Target
     if (type == Operands::F32) check_opencl_element_type(generator, target, "out_type", out_type);
 }
 
+/** Promises what a whole vector of `vector` elements of `b` needs to be aligned: a 16-byte
+ * aligned allocation, rows from element 0, and row strides a multiple of the vector. */
+template<typename Buffer>
+void promise_vectors(Buffer &b, int vector) {
+    b.set_host_alignment(16);
+    b.dim(0).set_min(0);
+    for (int d = 1; d < b.dimensions(); d++) {
+        b.dim(d).set_stride((b.dim(d).stride() / vector) * vector);
+    }
+}
+
 /** The bytes of one copy of a tensor-core operand tile: what cp.async and an ldmatrix row move. */
 constexpr int tensor_core_copy_bytes = 16;
 

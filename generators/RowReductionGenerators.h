@@ -57,16 +57,10 @@ protected:
         return aligned ? 16 / element_type(type).bytes() : 1;
     }
 
-    /** Promises what a 16-byte vector needs of `b` (aligned=true; see `aligned`). */
+    /** With `aligned`, promises what a 16-byte vector needs of `b`. */
     template<typename Buffer>
-    void promise_vectors(Buffer &b) const {
-        if (!aligned) return;
-        const int v = 16 / b.type().bytes();
-        b.set_host_alignment(16);
-        b.dim(0).set_min(0);
-        for (int d = 1; d < b.dimensions(); d++) {
-            b.dim(d).set_stride((b.dim(d).stride() / v) * v);
-        }
+    void promise_aligned(Buffer &b) const {
+        if (aligned) promise_vectors(b, 16 / b.type().bytes());
     }
 
     /** A row of n elements is a whole number of the warp's vectors: every lane's every read and
@@ -273,9 +267,9 @@ public:
         out(x, y) = narrowed("softmax", exp(v(x, y) - row_max) / row_sum);
 
         out.dim(0).set_min(0);
-        promise_vectors(in);
-        promise_vectors(out);
-        if (mask) promise_vectors(*mask);
+        promise_aligned(in);
+        promise_aligned(out);
+        if (mask) promise_aligned(*mask);
         schedule_rows(out, steps, n);
         load_per_step(reads, partial);
     }
@@ -323,8 +317,8 @@ public:
         out(x, y) = narrowed("layernorm", (value(x, y) - row_mean) * rstd * to_float32(gamma(x)) + to_float32(beta(x)));
 
         out.dim(0).set_min(0);
-        for (Halide::GeneratorInput<Halide::Buffer<>> *b : {&in, &gamma, &beta}) promise_vectors(*b);
-        promise_vectors(out);
+        for (Halide::GeneratorInput<Halide::Buffer<>> *b : {&in, &gamma, &beta}) promise_aligned(*b);
+        promise_aligned(out);
         schedule_rows(out, steps, n);
         load_per_step(sums, sum_partial);
         load_per_step(squares, squares_partial);

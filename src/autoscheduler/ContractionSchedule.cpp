@@ -318,19 +318,11 @@ Chunking chunk_reduction(Schedule &schedule, const Contraction &c, const Mapping
 /** Fuses the output's dimensions other than those in `tiled` (batches, further M dimensions)
  * into one, which indexes blocks; an empty Dim where there are none. */
 Dim fuse_block_dims(Chain &o, const Contraction &c, const std::set<int> &tiled) {
-    Dim z;
+    std::vector<Dim> others;
     for (size_t i = 0; i < c.dims.size(); i++) {
-        if (tiled.count((int)i)) continue;
-        const Dim d{c.dims[i].output_var};
-        if (z.name.empty()) {
-            z = d;
-        } else {
-            const Dim fused{z.name + "_" + d.name};
-            o.fuse(z, d, fused);
-            z = fused;
-        }
+        if (!tiled.count((int)i)) others.push_back({c.dims[i].output_var});
     }
-    return z;
+    return fuse_into_one(o, others);
 }
 
 /** The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When the

@@ -20,15 +20,11 @@ Dim tile_rows(Schedule &schedule, const RowReductions &r, FuncRef out) {
     o.split(x, x_o, lane, row_reduction_lanes, TailStrategy::GuardWithIf)
         .split(y, y_o, row, row_reduction_rows_per_block, TailStrategy::GuardWithIf);
     std::vector<Dim> order{x_o, lane, row, y_o}, blocks{y_o};
-    if (args.size() > 2) {
-        // The other row dimensions: one block each, fused into one (a GPU has three block
-        // dimensions).
-        Dim rest{args[2]};
-        for (size_t i = 3; i < args.size(); i++) {
-            const Dim fused{rest.name + "_" + args[i]};
-            o.fuse(rest, {args[i]}, fused);
-            rest = fused;
-        }
+    // The other row dimensions: one block each, fused into one (a GPU has three block
+    // dimensions).
+    std::vector<Dim> others;
+    for (size_t i = 2; i < args.size(); i++) others.push_back({args[i]});
+    if (const Dim rest = fuse_into_one(o, others); !rest.name.empty()) {
         order.push_back(rest);
         blocks.push_back(rest);
     }

@@ -367,6 +367,20 @@ void Chain::done() {
 
 // --- Schedule
 
+Dim fuse_into_one(Chain &s, const std::vector<Dim> &dims) {
+    Dim fused;
+    for (const Dim &d : dims) {
+        if (fused.name.empty()) {
+            fused = d;
+        } else {
+            const Dim both{fused.name + "_" + d.name};
+            s.fuse(fused, d, both);
+            fused = both;
+        }
+    }
+    return fused;
+}
+
 Schedule::Schedule(Pipeline p, Target target) : p(std::move(p)), target(std::move(target)) {
 }
 

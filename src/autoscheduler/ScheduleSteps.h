@@ -198,6 +198,10 @@ private:
     bool added = false;
 };
 
+/** Fuses `dims` (innermost first) of `s` into one, named by joining theirs with '_'; returns
+ * it, or an empty Dim where `dims` is empty. */
+Dim fuse_into_one(Chain &s, const std::vector<Dim> &dims);
+
 /** The steps of a schedule of one pipeline, applied as they are added. */
 class Schedule {
 public:
