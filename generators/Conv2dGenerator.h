@@ -39,7 +39,7 @@ public:
     // f16, bf16: four 64 x 64 warp tiles a 128 x 128 block, as gemm and bmm. (Eight 64 x 32
     // until the chunks of all filter taps were one loop: before, the copies' index math took
     // the registers ptxas then spilled at 64 x 64, 255 and 56 bytes of stack at 3 stages; now
-    // 242, none spilled.)
+    // 254 over whole channel chunks, 255 otherwise, none spilled.)
     Conv2dGenerator() : ContractionGenerator<Self>(64) {
     }
 
@@ -70,21 +70,48 @@ public:
         // so that the pipeline runs across the filter taps instead of filling and draining at
         // each: chunk q is tile_k channels of tap q / chunks_per_tap. The shared tiles are
         // indexed by the chunk, which keeps each one's place affine in the chunk loop and its
-        // channels contiguous (16-byte copies); their channel and tap come from q, once a chunk
-        // (by remainders, which Halide bounds by [0, divisor): the inputs' required regions).
+        // channels contiguous (16-byte copies); their channel and tap come from q, once a chunk.
+        // The divisions are unsigned and by divisors of at least 1: Halide emits a signed
+        // division by a runtime value with Euclidean sign and zero fix-ups (about four
+        // instructions each, every chunk), an unsigned one as one div.u32 or rem.u32. (q is
+        // never negative; the promises give back the bounds the casts hide from the inputs'
+        // required regions.)
         Expr chunks_per_tap = (CI + kt - 1) / kt;
-        Expr tap = q / chunks_per_tap, kx = tap % KW, ky = tap / KW;
-        Expr channel = (q % chunks_per_tap) * kt + c;
+        auto u32 = [](const Expr &e) { return Halide::cast<uint32_t>(e); };
+        auto i32 = [](const Expr &e) { return Halide::cast<int32_t>(e); };
+        Expr per_tap = max(u32(chunks_per_tap), 1), width = max(u32(KW), 1);
+        Expr tap = u32(q) / per_tap;
+        Expr kx = unsafe_promise_clamped(i32(tap % width), 0, KW - 1);
+        Expr ky = unsafe_promise_clamped(i32(tap / width), 0, KH - 1);
+        Expr channel = i32(u32(q) % per_tap) * kt + c;
 
-        Expr ox = p % OW, oy = (p / OW) % OH, n = p / (OW * OH);
+        // On tensor cores, out is specialized on whole channels: CI a multiple of tile_k and CO
+        // of the copies' vector. There every copy is all or nothing, by conditions uniform over
+        // its vector (the image's borders; the vector's first filter column, co / vw), the
+        // form whose prefetch past the last chunk is predicated instead of branched
+        // (copy/CopyLowering.cpp); and a row past the last pixel (a partial block tile) reads
+        // the last pixel's input instead of a condition in every copy and chunk: its
+        // accumulators are never stored, and the clamp is one per thread, before the loop.
+        // The other kernel zero-fills the channel tail lane by lane and keeps the pixel's
+        // condition (its prefetch is a branch, out of which LLVM would not hoist the clamped
+        // pixel's divisions).
+        whole_channels = CI % kt == 0 && CO % vw == 0;
+        Expr pixel = this->tensor_cores() ? select(whole_channels, min(p, pixels - 1), p) : p;
+        Expr ox = pixel % OW, oy = (pixel / OW) % OH, n = pixel / (OW * OH);
         Expr ix = ox * s + kx - pd, iy = oy * s + ky - pd;
-        Expr inside = channel < CI && p < pixels && ix >= 0 && ix < W && iy >= 0 && iy < H;
+        // 0 <= i < extent as one unsigned comparison: a negative i wraps past every extent.
+        auto within = [](const Expr &i, const Expr &extent) {
+            return Halide::cast<uint32_t>(i) < Halide::cast<uint32_t>(extent);
+        };
+        Expr input_inside = this->guard(channel < CI && p < pixels, whole_channels) && within(ix, W) && within(iy, H);
+        Expr filter_inside = channel < CI && co < CO;
+        if (this->tensor_cores()) filter_inside = select(whole_channels, co / vw < CO / vw, filter_inside);
         input_shared(c, p, q) = select(
-            inside,
+            input_inside,
             input(contiguous(channel, CI), other(ix, W), other(iy, H), other(n, input.dim(3).extent())),
             Halide::cast(t, 0));
-        filter_shared(co, c, q) = select(channel < CI && co < CO,
-                                         filter(contiguous(co, CO), other(channel, CI), kx, ky), Halide::cast(t, 0));
+        filter_shared(co, c, q) =
+            select(filter_inside, filter(contiguous(co, CO), other(channel, CI), kx, ky), Halide::cast(t, 0));
 
         r = RDom(0, kt, 0, chunks_per_tap * KW * KH, "r");
         prod(x, y) = 0.0f;
@@ -100,6 +127,7 @@ public:
         const ContractionShape shape = this->resolved_shape();
         this->schedule_contraction_of(out, prod, input_shared, filter_shared, x, y, {}, r.x, r.y, shape,
                                       shape.stages);
+        this->specialize_whole_tiles(out, whole_channels);
         alcop::Options options;
         options.copies = alcop::CopyKind::Auto;
         this->install_pass(options);
@@ -109,6 +137,7 @@ protected:
     Var c{"c"}, co{"co"}, p{"p"}, q{"q"}, x{"x"}, y{"y"};  // c: a channel of chunk q
     Func input_shared{"input_shared"}, filter_shared{"filter_shared"}, prod{"prod"};
     RDom r;  // r.x: channels within a chunk, r.y: the chunk (of all taps: pipelined)
+    Expr whole_channels;  // CI a multiple of tile_k, CO of the copies' vector
 };
 
 }  // namespace alcop_generators

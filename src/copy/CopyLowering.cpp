@@ -57,19 +57,21 @@ bool aligned_to(const ModulusRemainder &a, int elem_bytes, int bytes) {
 
 /** How many leading lanes of `c` are true, when c is a conjunction of lane-uniform terms and
  * `ramp(r, 1, lanes) < E` style bounds (each true on a prefix of the lanes), or any scalar
- * condition; nullopt otherwise. */
+ * condition; nullopt otherwise. The uniform terms make one condition, select(all, n, 0), so
+ * that a copy zero-filled by a gather's bounds alone (conv2d's padding) is all or nothing, the
+ * form predicate_copies folds a loop's range into: a min and a select per term would cost
+ * three instructions a term and copy where a conjunction of predicates costs one. */
 std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
-    if (c.type().is_scalar()) {
-        // A scalar copy (one element per thread, e.g. a transposing one): all or nothing.
-        return select(c, lanes, 0);
-    }
-    if (const Broadcast *b = c.as<Broadcast>()) {
-        return select(b->value, lanes, 0);
-    }
-    if (const And *a = c.as<And>()) {
-        auto x = leading_true_lanes(a->a, lanes), y = leading_true_lanes(a->b, lanes);
-        if (x && y) return min(*x, *y);
-        return std::nullopt;
+    std::vector<Expr> conjuncts, pending{c};
+    while (!pending.empty()) {
+        const Expr e = pending.back();
+        pending.pop_back();
+        if (const And *a = e.as<And>()) {
+            pending.push_back(a->b);
+            pending.push_back(a->a);
+        } else {
+            conjuncts.push_back(e);
+        }
     }
     auto prefix = [&](const Expr &ramp, const Expr &limit, int inclusive) -> std::optional<Expr> {
         const Ramp *r = ramp.as<Ramp>();
@@ -77,9 +79,24 @@ std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
         if (!r || !b || !is_const_one(r->stride)) return std::nullopt;
         return clamp(b->value - r->base + inclusive, 0, lanes);
     };
-    if (const LT *lt = c.as<LT>()) return prefix(lt->a, lt->b, 0);
-    if (const LE *le = c.as<LE>()) return prefix(le->a, le->b, 1);
-    return std::nullopt;
+    Expr uniform, count;
+    for (const Expr &e : conjuncts) {
+        // A scalar condition (a copy of one element per thread, e.g. a transposing one) or a
+        // broadcast one holds for every lane or none.
+        const Broadcast *b = e.as<Broadcast>();
+        if (e.type().is_scalar() || b) {
+            const Expr term = b ? b->value : e;
+            uniform = uniform.defined() ? uniform && term : term;
+            continue;
+        }
+        std::optional<Expr> n;
+        if (const LT *lt = e.as<LT>()) n = prefix(lt->a, lt->b, 0);
+        if (const LE *le = e.as<LE>()) n = prefix(le->a, le->b, 1);
+        if (!n) return std::nullopt;
+        count = count.defined() ? min(count, *n) : *n;
+    }
+    if (!count.defined()) count = lanes;
+    return uniform.defined() ? select(uniform, count, 0) : count;
 }
 
 std::string type_suffix(Type t) {
@@ -190,7 +207,9 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
         if (!load || !is_const_zero(s->false_value) || !valid) {
             return stays_synchronous("not select(leading lanes, load, 0)");
         }
-        src_bytes = simplify(*valid * eb);
+        // select(all, n, 0) stays a select (predicable_src_bytes), n scaled to bytes inside.
+        const Select *all = valid->as<Select>();
+        src_bytes = all ? select(all->condition, simplify(all->true_value * eb), 0) : simplify(*valid * eb);
     }
     if (!load || !is_const_one(load->predicate) || !dense(load->index)) return stays_synchronous("not a dense load");
     if (!load->param.defined() || load->param.host_alignment() % bytes != 0 ||

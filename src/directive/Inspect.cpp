@@ -209,13 +209,13 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
     for (const KernelBankConflicts &k : find_bank_conflicts(after)) {
         os << "kernel " << k.kernel << ": bank conflicts: " << k.conflicts() << " (" << k.accesses.size()
            << " thread-dependent shared accesses analyzed, " << k.unanalyzed << " not)\n";
-        for (const SharedAccess &a : k.accesses) {
         const int conflicting = std::count_if(k.accesses.begin(), k.accesses.end(),
                                               [](const SharedAccess &a) { return a.cost.conflicts() > 0; });
         if (conflicting && !options.list_conflicting_accesses) {
             os << "  " << conflicting << " accesses with conflicts (alcop_inspect --verbose lists them)\n";
             continue;
         }
+        for (const SharedAccess &a : k.accesses) {
             if (a.cost.conflicts() > 0) {
                 os << "  " << (a.is_store ? "store " : "load ") << a.buffer << " " << a.access_bytes
                    << " bytes/lane at byte " << a.byte_address << ": " << a.cost.wavefronts << " wavefronts in "

@@ -50,12 +50,15 @@ TEST(TensorCoreGeneratorNumbers, BmmF16TwoStagesK16) {
 }
 
 // (n, h, w, ci, co, kh, kw.) Odd sizes, a channel tail (21 = 16 + 5), fewer channels than one
-// chunk, channels of one chunk exactly, several chunks per tap, 1 x 1 and non-square filters.
+// chunk, channels of one chunk exactly, several chunks per tap, 1 x 1 and non-square filters;
+// whole channel chunks and filter vectors (the specialized kernel: 16 and 32, 48 and 24) with a
+// partial tile of pixels.
 const std::vector<ConvShape> conv_shapes{
     {2, 9, 7, 21, 20, 3, 3},
     {1, 5, 7, 3, 5, 3, 3},
     {1, 8, 8, 16, 32, 1, 1},
     {3, 6, 5, 40, 9, 2, 3},
+    {2, 9, 7, 48, 24, 3, 3},
 };
 
 TEST(TensorCoreGeneratorNumbers, Conv2dF16ThreeStagesPadded) {

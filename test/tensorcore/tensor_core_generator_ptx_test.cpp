@@ -103,14 +103,14 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
     // The default warp tiles: 64 x 64, four warps.
     const int warp_n = 64, threads = 32 * (128 / 64) * (128 / warp_n);
     const int stages = v.stages ? v.stages : 3, register_stages = stages > 1 ? 2 : 0;
-    // gemm and bmm: two kernels, the specialization on whole tiles, then the generic one
-    // (partial tiles); conv2d: the generic one only.
-    const bool specialized = v.generator != "conv2d";
+    // Two kernels, the specialization on whole tiles (conv2d: on whole channel chunks), then
+    // the generic one (partial tiles).
+    const bool conv = v.generator == "conv2d";
     const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
-    ASSERT_EQ(kernels.size(), specialized ? 2u : 1u);
+    ASSERT_EQ(kernels.size(), 2u);
     for (size_t i = 0; i < kernels.size(); i++) {
         const std::string &k = kernels[i].text;
-        const bool whole_tiles = specialized && i == 0;
+        const bool whole_tiles = i == 0 && !conv;
         SCOPED_TRACE(kernels[i].name);
         EXPECT_EQ(join(tensor_core_problems(k, v.type, warp_n, register_stages)), "");
         // Each tile copy stores A's and B's 128 x 32 tiles in 16-byte vectors (8 elements),
@@ -123,9 +123,9 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
         EXPECT_EQ(count(k, "cp.async.cg.shared.global"), async_vectors);
         EXPECT_EQ(shared_store_bytes(k), 16 * (vectors - async_vectors));
         // Every copy computes its src-size: the generic kernel's zero-fill what their guards
-        // cut off (the tails; conv2d's image borders too), each its own; with whole tiles, only
-        // the tile's existence (the prefetch past the loop's end is predicated, not branched),
-        // one for all the copies of a step.
+        // cut off (the tails; conv2d's image borders too, in both its kernels), each its own;
+        // with whole tiles, only the tile's existence (the prefetch past the loop's end is
+        // predicated, not branched), one for all the copies of a step.
         const kernel_source::SrcSizes sizes = kernel_source::src_sizes(k, "cp.async.cg.shared.global", 16);
         EXPECT_EQ(sizes.computed.size(), (size_t)async_vectors);
         if (whole_tiles) {
@@ -148,7 +148,8 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
         }
         std::printf("%s %s stages=%d, %s: %d mma.sync, %d ldmatrix, %d cp.async (16 bytes), %d commit groups, %d "
                     "st.shared.v4, %d distinct src-sizes\n",
-                    v.generator.c_str(), v.type.c_str(), stages, whole_tiles ? "whole tiles" : "partial tiles",
+                    v.generator.c_str(), v.type.c_str(), stages,
+                    i == 0 ? (conv ? "whole channel chunks" : "whole tiles") : "partial tiles",
                     count(k, "mma.sync"), count(k, "ldmatrix"), count(k, "cp.async.cg.shared.global"), groups,
                     count(k, "st.shared.v4"), (int)sizes.distinct());
     }
@@ -241,21 +242,27 @@ public:
 };
 
 // conv2d's padded im2col gather: each of its cp.async markers zero-fills the whole vector
-// where the tap falls outside the image or past the last pixel (src-size 0 where one of the
-// five lane-uniform terms of the generator's `inside` is false: p < pixels, 0 <= ix < W,
-// 0 <= iy < H, each a select of 8 or 0 lanes), and the lanes past the channel tail.
+// where the tap falls outside the image (0 <= ix < W and 0 <= iy < H, each one unsigned
+// comparison, uniform over the vector: one select of the bytes or 0 for all the conditions).
+// Over whole channel chunks (the first kernel) that is all; the other kernel adds the pixel's
+// condition and zero-fills the lanes past the channel tail.
 TEST(TensorCoreGenerators, Conv2dInputCopiesZeroFillOutsideTheImage) {
     SrcSizesOf input("input");
     alcop::set_lowering_observer([&](const Internal::Stmt &, const Internal::Stmt &after,
                                      const std::map<std::string, alcop::PipelineRequest> &) { after.accept(&input); });
     kernel_source::of_generator("conv2d", sm80, {{"type", "f16"}, {"pad", "1"}});
     alcop::set_lowering_observer(nullptr);
-    EXPECT_EQ(input.src_sizes.size(), 12u);  // 4 vectors a thread (128 threads), 3 steps
-    for (const std::string &s : input.src_sizes) {
-        EXPECT_EQ(count(s, "select("), 5) << s;
-        EXPECT_NE(s.find("input.extent.0 - "), std::string::npos) << s;  // the channel tail
+    // Two kernels, 4 vectors a thread (128 threads), 3 steps.
+    ASSERT_EQ(input.src_sizes.size(), 24u);
+    for (size_t i = 0; i < input.src_sizes.size(); i++) {
+        const std::string &s = input.src_sizes[i];
+        const bool whole_channels = i < 12;
+        EXPECT_EQ(count(s, ") < (uint32)"), 2) << s;  // the image's borders
+        EXPECT_EQ(count(s, " && "), whole_channels ? 1 : 2) << s;
+        EXPECT_EQ(s.find("input.extent.0 - ") != std::string::npos, !whole_channels) << s;  // the channel tail
     }
-    if (!input.src_sizes.empty()) std::printf("input copy's src-size: %s\n", input.src_sizes[0].c_str());
+    std::printf("input copy's src-size, whole channel chunks: %s\nother: %s\n", input.src_sizes[0].c_str(),
+                input.src_sizes[12].c_str());
 }
 
 TEST(TensorCoreGenerators, TilesTheInstructionCannotServeAreUserErrors) {
