@@ -55,6 +55,24 @@ bool aligned_to(const ModulusRemainder &a, int elem_bytes, int bytes) {
     return (a.modulus * elem_bytes) % bytes == 0 && (a.remainder * elem_bytes) % bytes == 0;
 }
 
+/** The operands of a tree of `Op` nodes (a sum's terms, a conjunction's conjuncts), left to
+ * right. */
+template<typename Op>
+std::vector<Expr> leaves(const Expr &e) {
+    std::vector<Expr> result, pending{e};
+    while (!pending.empty()) {
+        const Expr x = pending.back();
+        pending.pop_back();
+        if (const Op *op = x.as<Op>()) {
+            pending.push_back(op->b);
+            pending.push_back(op->a);
+        } else {
+            result.push_back(x);
+        }
+    }
+    return result;
+}
+
 /** How many leading lanes of `c` are true, when c is a conjunction of lane-uniform terms and
  * `ramp(r, 1, lanes) < E` style bounds (each true on a prefix of the lanes), or any scalar
  * condition; nullopt otherwise. The uniform terms make one condition, select(all, n, 0), so
@@ -62,17 +80,7 @@ bool aligned_to(const ModulusRemainder &a, int elem_bytes, int bytes) {
  * form predicate_copies folds a loop's range into: a min and a select per term would cost
  * three instructions a term and copy where a conjunction of predicates costs one. */
 std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
-    std::vector<Expr> conjuncts, pending{c};
-    while (!pending.empty()) {
-        const Expr e = pending.back();
-        pending.pop_back();
-        if (const And *a = e.as<And>()) {
-            pending.push_back(a->b);
-            pending.push_back(a->a);
-        } else {
-            conjuncts.push_back(e);
-        }
-    }
+    const std::vector<Expr> conjuncts = leaves<And>(c);
     auto prefix = [&](const Expr &ramp, const Expr &limit, int inclusive) -> std::optional<Expr> {
         const Ramp *r = ramp.as<Ramp>();
         const Broadcast *b = limit.as<Broadcast>();
@@ -161,17 +169,7 @@ Expr divided_by_terms(const Expr &base, int vector, int ratio, const Parameter &
         }
         return e / vector;
     };
-    std::vector<Expr> terms, pending{base};
-    while (!pending.empty()) {
-        const Expr e = pending.back();
-        pending.pop_back();
-        if (const Add *a = e.as<Add>()) {
-            pending.push_back(a->b);
-            pending.push_back(a->a);
-        } else {
-            terms.push_back(e);
-        }
-    }
+    const std::vector<Expr> terms = leaves<Add>(base);
     int unproven = 0;
     for (const Expr &t : terms) unproven += multiple(t) ? 0 : 1;
     if (terms.size() < 2 || unproven > 1) return Expr();
