@@ -583,6 +583,7 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
     }
     if (shifted || c.rvars.size() > 1) {
         c.kind = "implicit-GEMM convolution";
+        p.gathered_a = shifted;
     } else if (p.batch > 1 || !c.batch_dims().empty()) {
         c.kind = "batched matmul";
     } else {

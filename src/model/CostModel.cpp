@@ -83,6 +83,18 @@ constexpr int kUnpipelinedLoopOverheadInstructions = 49;
 constexpr double kTensorCorePipelinedChunkOverhead = 27;
 constexpr double kTensorCoreOverheadPerLdmatrix = 4;
 
+// An implicit-GEMM convolution gathers A (im2col): each chunk takes its filter tap and channel
+// chunk from the chunk index (two divisions), and each of A's copies its own address and the
+// image's borders. Fitted on 2026-12-05 to the main-loop report: the conv2d generator's fp16
+// default (4 of A's 16-byte vectors a thread and chunk) issues 49 more a chunk than the GEMM of
+// the same tiles, the plugin's 64x64x16 w32x32 convolution (1 vector) 22 more than its batched
+// matmul of the same tiles. A synchronous copy (an unpipelined loop) clamps each of its
+// coordinates and tests each lane instead: the generator's unpipelined fp16 and bf16
+// convolutions issue 194 and 162 more than their GEMMs.
+constexpr double kGatherChunkOverhead = 15;
+constexpr double kGatherOverheadPerAsyncVector = 8.5;
+constexpr double kGatherOverheadPerSyncVector = 41;
+
 // Shared memory serves one 128-byte wavefront (32 banks x 4 bytes) per cycle.
 constexpr double kSmemBytesPerCycle = 128;
 
@@ -431,6 +443,7 @@ Problem make_conv2d_nhwc(const Conv2dShape &c, Element element) {
     p.k = c.kh * c.kw * c.ci;
     p.element = element;
     p.a_bytes = element_bytes(element) * c.n * c.h * c.w * c.ci;  // the input, not its im2col
+    p.gathered_a = true;
     p.b_bytes = element_bytes(element) * c.kh * c.kw * c.ci * c.co;
     return p;
 }
@@ -692,6 +705,10 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
         tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, it);
     } else {
         simt_terms(s, gpu, async, barriers, it);
+    }
+    if (p.gathered_a) {
+        const double per_vector = async ? kGatherOverheadPerAsyncVector : kGatherOverheadPerSyncVector;
+        it.issue_per_warp += kGatherChunkOverhead + per_vector * s.a_copy_vectors_per_thread_per_stage();
     }
     const int schedulers = gpu.schedulers_per_sm;
     it.c_block = std::max(throughput_cycles(it, warps, schedulers), it.chain) + barriers * kBarrierCycles;

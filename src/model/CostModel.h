@@ -67,6 +67,9 @@ struct Problem {
      * rows of its virtual A, so its unique A bytes are the input tensor's size.
      * 0 means dense (the GEMM sizes). */
     int64_t a_bytes = 0, b_bytes = 0;
+    /** A is gathered, as an implicit-GEMM convolution reads its input (im2col): each chunk and
+     * each of A's copies compute more addresses than a dense operand's. */
+    bool gathered_a = false;
 
     /** 2 * batch * M * N * K. */
     double flops() const;
@@ -155,8 +158,15 @@ struct Schedule {
     }
     /** 16-byte copies the busiest thread issues per stage: rounds over the threads, per tile. */
     int copy_vectors_per_thread_per_stage() const {
-        const int t = threads(), v = copy_vector_elements();
-        return t > 0 ? (kt * bm / v + t - 1) / t + (kt * bn / v + t - 1) / t : 0;
+        return a_copy_vectors_per_thread_per_stage() + b_copy_vectors_per_thread_per_stage();
+    }
+    int a_copy_vectors_per_thread_per_stage() const {
+        const int t = threads();
+        return t > 0 ? (kt * bm / copy_vector_elements() + t - 1) / t : 0;
+    }
+    int b_copy_vectors_per_thread_per_stage() const {
+        const int t = threads();
+        return t > 0 ? (kt * bn / copy_vector_elements() + t - 1) / t : 0;
     }
     /** "128x128x8 t8x8 S3 R1", with tensor cores "128x128x32 w64x64 S3 R1" */
     std::string to_string() const;
