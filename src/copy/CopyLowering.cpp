@@ -5,6 +5,7 @@
 #include "codegen/AsyncCopyMarkers.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -181,11 +182,123 @@ Expr divided_by_terms(const Expr &base, int vector, int ratio, const Parameter &
     return sum;
 }
 
+/** The variables `e` reads, with their types. */
+std::map<std::string, Type> variables_of(const Expr &e) {
+    class Names : public IRVisitor {
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            names.emplace(op->name, op->type);
+        }
+
+    public:
+        std::map<std::string, Type> names;
+    } names;
+    e.accept(&names);
+    return names.names;
+}
+
+/** `e` as a list of terms whose sum it is: sums and differences flattened, a product of a sum
+ * and a single term distributed over the sum. */
+std::vector<Expr> linear_terms(const Expr &e) {
+    if (const Add *a = e.as<Add>()) {
+        std::vector<Expr> terms = linear_terms(a->a), b = linear_terms(a->b);
+        terms.insert(terms.end(), b.begin(), b.end());
+        return terms;
+    }
+    if (const Sub *d = e.as<Sub>()) {
+        std::vector<Expr> terms = linear_terms(d->a);
+        for (const Expr &t : linear_terms(d->b)) terms.push_back(make_zero(t.type()) - t);
+        return terms;
+    }
+    if (const Mul *m = e.as<Mul>()) {
+        std::vector<Expr> a = linear_terms(m->a), b = linear_terms(m->b), terms;
+        if (a.size() > 1 && b.size() == 1) {
+            for (const Expr &t : a) terms.push_back(t * m->b);
+            return terms;
+        }
+        if (b.size() > 1 && a.size() == 1) {
+            for (const Expr &t : b) terms.push_back(m->a * t);
+            return terms;
+        }
+    }
+    return {e};
+}
+
+/** Whether `e` divides, or takes a remainder of, something that reads `vars`. */
+bool divides_by_runtime_value_of(const Expr &e, const Scope<> &vars) {
+    class Find : public IRVisitor {
+        using IRVisitor::visit;
+        const Scope<> &vars;
+        void visit(const Div *op) override {
+            found = found || (!is_const(op->b) && expr_uses_vars(op->a, vars));
+            IRVisitor::visit(op);
+        }
+        void visit(const Mod *op) override {
+            found = found || (!is_const(op->b) && expr_uses_vars(op->a, vars));
+            IRVisitor::visit(op);
+        }
+
+    public:
+        bool found = false;
+        explicit Find(const Scope<> &vars) : vars(vars) {
+        }
+    } find(vars);
+    e.accept(&find);
+    return find.found;
+}
+
+/** A copy's source index as (its terms that stay from chunk to chunk) + (those that move with
+ * the chunk), where the chunk enters it through a division by a runtime value: an im2col
+ * gather's tap, q / chunks_per_tap, in (tap + pixel - pad) * stride + .... LLVM computes such
+ * an index whole, for each copy and chunk; split, the marker rewrite computes the first sum
+ * once, before the loop, and the second once a chunk for all the copies that share it
+ * (AddressTerms.h), with the copy's own lets substituted so that the terms of the pixel and of
+ * the tap come apart. Where the chunk enters affinely (a GEMM's rows along K), LLVM already
+ * steps each address by a constant, and the copies' addresses differ by constants it folds
+ * into immediates: split, K-major B's loop took 1.41 instructions per mma.sync, not 1.33.
+ * Undefined where the index is left as it is. */
+Expr split_by_chunk(const Expr &index, const Scope<Expr> &lets, const Scope<> &chunk_vars) {
+    Expr e = index;
+    for (bool again = true; again;) {
+        again = false;
+        for (auto it = lets.cbegin(); it != lets.cend(); ++it) {
+            if (expr_uses_var(e, it.name())) {
+                e = substitute(it.name(), it.value(), e);
+                again = true;
+            }
+        }
+    }
+    if (!divides_by_runtime_value_of(e, chunk_vars)) return Expr();
+    Expr fixed, moving;
+    for (const Expr &t : linear_terms(e)) {
+        Expr &sum = expr_uses_vars(t, chunk_vars) ? moving : fixed;
+        sum = sum.defined() ? sum + t : t;
+    }
+    if (!fixed.defined() || !moving.defined()) return Expr();
+    const Expr split = fixed + moving;
+    // Only a regrouping of e's terms, which the simplifier cannot prove through the
+    // divisions: checked where every variable takes a few sampled values instead (an index
+    // that reads memory, which no sample folds, is left as it is).
+    for (int sample = 1; sample <= 3; sample++) {
+        std::map<std::string, Expr> values;
+        int next = 7 * sample;
+        for (const auto &[name, type] : variables_of(e)) {
+            next = (next * 37 + 11) % 101;
+            values[name] = make_const(type, next - 20);
+        }
+        const Expr was = simplify(substitute(values, e)), is = simplify(substitute(values, split));
+        if (!is_const(was) || !is_const(is)) return Expr();
+        internal_assert(equal(was, is)) << "alcop: a copy's index split by chunk changed its value: " << e << " -> "
+                                        << split << "\n";
+    }
+    return split;
+}
+
 /** The cp.async form of `shared[index] = value`, or undefined (and why, at debug level 2)
  * when it does not qualify. A dense copy from an input buffer whose address is not provably
  * aligned to the copy's size sets *unaligned to that input. */
 Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment,
-                 Parameter *unaligned) {
+                 const Scope<Expr> &lets, const Scope<> &chunk_vars, Parameter *unaligned) {
     auto stays_synchronous = [&](const char *why) {
         debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value
                  << "\n";
@@ -236,8 +349,11 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
             return ModulusRemainder(a.modulus / (4 / eb), a.remainder / (4 / eb));
         };
         const Type quad = UInt(32, 4);
-        const Expr divided =
-            divided_by_terms(load->index.as<Ramp>()->base, bytes / eb, 4 / eb, load->param, load->alignment);
+        Expr divided = divided_by_terms(load->index.as<Ramp>()->base, bytes / eb, 4 / eb, load->param, load->alignment);
+        if (divided.defined()) {
+            const Expr split = split_by_chunk(divided, lets, chunk_vars);
+            if (split.defined()) divided = split;
+        }
         const Expr load_words = divided.defined() ? Ramp::make(divided, 1, 4) : words(load->index);
         source = reinterpret(bits, Load::make(quad, load->name, load_words, load->image, load->param, const_true(4),
                                               word_alignment(load->alignment)));
@@ -261,6 +377,14 @@ class SplitCopy : public IRMutator {
 
     bool writes_slot = false;  // the part being built stores into shared memory
 
+    const Scope<> &chunk_vars;  // the variables of the tile's chunk
+    Scope<Expr> lets;           // the copy's own lets, in scope
+
+    Stmt visit(const LetStmt *op) override {
+        ScopedBinding<Expr> bind(lets, op->name, op->value);
+        return IRMutator::visit(op);
+    }
+
     Stmt visit(const ProducerConsumer *op) override {
         // Loading into registers produces nothing yet: the produce marker goes with the part
         // that fills the slot.
@@ -282,7 +406,8 @@ class SplitCopy : public IRMutator {
                 const bool whole = piece == t.lanes();
                 Parameter input;
                 Stmt s = async_store(op, whole ? op->index : slice(op->index, first, piece),
-                                     whole ? op->value : slice(op->value, first, piece), op->alignment + first, &input);
+                                     whole ? op->value : slice(op->value, first, piece), op->alignment + first, lets,
+                                     chunk_vars, &input);
                 if (input.defined()) unaligned.push_back(input);
                 if (!s.defined()) break;
                 pieces.push_back(s);
@@ -310,8 +435,8 @@ class SplitCopy : public IRMutator {
     }
 
 public:
-    SplitCopy(bool async, bool staged, std::string registers)
-        : async(async), staged(staged), registers(std::move(registers)) {
+    SplitCopy(bool async, bool staged, std::string registers, const Scope<> &chunk_vars)
+        : async(async), staged(staged), registers(std::move(registers)), chunk_vars(chunk_vars) {
     }
 
     Stmt split(const Stmt &copy, bool before_compute) {
@@ -439,7 +564,10 @@ public:
             stageable = stageable && s->value.type().element_of() == stores[0]->value.type().element_of();
         }
         const std::string registers = unique_name(staging_prefix);
-        SplitCopy split(kind == CopyKind::Async, stageable, registers);
+        // The chunk's variables: those of the tile's condition (the streaming loop's).
+        Scope<> chunk_vars;
+        for (const auto &v : variables_of(in_range)) chunk_vars.push(v.first);
+        SplitCopy split(kind == CopyKind::Async, stageable, registers, chunk_vars);
         IssuedCopy result;
         const Stmt before = split.split(copy, true);
         // Predicated only where that leaves the copy without a branch (a copy that some

@@ -21,7 +21,10 @@
  *    A copy all of whose stores are cp.async, with no branch of its own and each copying its
  *    whole vector or nothing, is not branched on its tile's condition: the condition is folded
  *    into their src-size, so a tile past the end zero-fills its slot (which nothing reads
- *    before the next copy into it) and the steady state is one path.
+ *    before the next copy into it) and the steady state is one path. A source index into
+ *    which the chunk enters through a division (an im2col gather's tap) is written as the
+ *    sum of its terms that stay and those that move with the chunk, so that the marker
+ *    rewrite computes the first once per thread and the second once per chunk.
  * The rewrite does not change with the kind.
  *
  * Guarantee of every kind: once wait(n) returned and the block passed the following barrier,
