@@ -100,9 +100,7 @@ public:
         Expr ox = pixel % OW, oy = (pixel / OW) % OH, n = pixel / (OW * OH);
         Expr ix = ox * s + kx - pd, iy = oy * s + ky - pd;
         // 0 <= i < extent as one unsigned comparison: a negative i wraps past every extent.
-        auto within = [](const Expr &i, const Expr &extent) {
-            return Halide::cast<uint32_t>(i) < Halide::cast<uint32_t>(extent);
-        };
+        auto within = [&](const Expr &i, const Expr &extent) { return u32(i) < u32(extent); };
         Expr input_inside = this->guard(channel < CI && p < pixels, whole_channels) && within(ix, W) && within(iy, H);
         Expr filter_inside = channel < CI && co < CO;
         if (this->tensor_cores()) filter_inside = select(whole_channels, co / vw < CO / vw, filter_inside);

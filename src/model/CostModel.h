@@ -158,15 +158,16 @@ struct Schedule {
     }
     /** 16-byte copies the busiest thread issues per stage: rounds over the threads, per tile. */
     int copy_vectors_per_thread_per_stage() const {
-        return a_copy_vectors_per_thread_per_stage() + b_copy_vectors_per_thread_per_stage();
+        return copy_vectors_per_thread(bm) + copy_vectors_per_thread(bn);
     }
+    /** The same for A's tile alone. */
     int a_copy_vectors_per_thread_per_stage() const {
-        const int t = threads();
-        return t > 0 ? (kt * bm / copy_vector_elements() + t - 1) / t : 0;
+        return copy_vectors_per_thread(bm);
     }
-    int b_copy_vectors_per_thread_per_stage() const {
+    /** 16-byte copies the busiest thread issues for a tile of `rows` x kt. */
+    int copy_vectors_per_thread(int rows) const {
         const int t = threads();
-        return t > 0 ? (kt * bn / copy_vector_elements() + t - 1) / t : 0;
+        return t > 0 ? (kt * rows / copy_vector_elements() + t - 1) / t : 0;
     }
     /** "128x128x8 t8x8 S3 R1", with tensor cores "128x128x32 w64x64 S3 R1" */
     std::string to_string() const;
