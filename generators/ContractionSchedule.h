@@ -103,27 +103,16 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  bool b_k_major = false) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
 
     tile_blocks(out, x, y, xo, yo, xi, yi, t.block_m, t.block_n, extra_blocks);
-    out.tile(xi, yi, tx, ty, xr, yr, t.thread_n, t.thread_m, TailStrategy::GuardWithIf)
-        .reorder(xr, yr, tx, ty, xo, yo)
-        .gpu_threads(tx, ty)
-        .unroll(xr)
-        .unroll(yr);
+    alcop::schedule_thread_tile(out, xi, yi, t.thread_m, t.thread_n, {}, {}, {}, TailStrategy::GuardWithIf);
 
     // The accumulators live in registers, one thread_m x thread_n tile per thread.
-    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n)
-        .tile(x, y, tx, ty, xr, yr, t.thread_n, t.thread_m)
-        .reorder(xr, yr, tx, ty)
-        .gpu_threads(tx, ty)
-        .unroll(xr)
-        .unroll(yr);
-    std::vector<VarOrRVar> order{xr, yr};
-    order.insert(order.end(), within_chunk.begin(), within_chunk.end());
-    order.insert(order.end(), {tx, ty, streaming});
+    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n);
+    alcop::schedule_thread_tile(prod, x, y, t.thread_m, t.thread_n);
     Stage update = prod.update();
-    update.tile(x, y, tx, ty, xr, yr, t.thread_n, t.thread_m).reorder(order).gpu_threads(tx, ty).unroll(xr).unroll(yr);
+    alcop::schedule_thread_tile(update, x, y, t.thread_m, t.thread_n, within_chunk, {streaming});
     if (register_stages <= 1) {
         for (const RVar &r : within_chunk) {
             update.unroll(r);

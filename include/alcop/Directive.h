@@ -80,6 +80,23 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Halide::Var x, Hali
  * x and even row strides, which the caller declares). Returns f. */
 Halide::Func schedule_tensor_core_tile(Halide::Func f, Halide::Var x, Halide::Var y, int warp_m, int warp_n);
 
+/** The SIMT counterpart of schedule_tensor_core_tile: schedules `stage` (a contraction's output,
+ * or the pure definition or update of its accumulator) over an already tiled block tile, each
+ * thread a `thread_m` x `thread_n` register tile. Splits x (N) by thread_n and y (M) by thread_m
+ * into the threads (x_t, y_t: `gpu_threads`, consecutive threads along x) and a thread's
+ * register tile (x_r, y_r, unrolled), with `tail` at both splits. `rows`, further M dimensions
+ * of the block tile (a convolution's output rows: y its columns), are fused into the thread
+ * rows outside y_t, so that each thread's register tile lies along y. x, y and `rows` must be
+ * the Vars of the block tile's inner dimensions, x's and y's extents multiples of thread_n and
+ * thread_m. Loop order, innermost first: the register tile, `within_chunk` (an update's
+ * reduction inside one staged chunk), the threads, then `chunks` (the streaming loop and any
+ * outer reduction). Returns the stage. */
+Halide::Stage schedule_thread_tile(Halide::Stage stage, Halide::Var x, Halide::Var y, int thread_m, int thread_n,
+                                   const std::vector<Halide::RVar> &within_chunk = {},
+                                   const std::vector<Halide::RVar> &chunks = {},
+                                   const std::vector<Halide::Var> &rows = {},
+                                   Halide::TailStrategy tail = Halide::TailStrategy::Auto);
+
 /** Schedules the copy into a staged tile (`stage`: the pure definition of a Func computed per
  * chunk in shared memory, or a specialization of it) over all `threads` threads of the block,
  * `threads_x` of them along the GPU's thread x: the loops `dims` (innermost first; any other

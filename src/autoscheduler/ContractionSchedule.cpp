@@ -2,6 +2,7 @@
 
 #include "Error.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -40,34 +41,6 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
         extents.push_back(e);
     }
     return extents;
-}
-
-/** The loop structure of a block of `c`: the names of the split dimensions. */
-struct BlockLoops {
-    Dim n_t, n_r;          // N: thread, register
-    Dim m_t, mx_r;         // M: thread (fused over x and y when two), register (along x)
-    std::vector<Dim> reg;  // the unrolled register-tile loops, innermost first
-};
-
-/** Splits the N and M dimensions of a stage of the accumulating Func (region: one block tile)
- * into threads and register tiles. */
-BlockLoops split_block(Chain &s, const Contraction &c, const Mapping &m) {
-    const std::vector<int> md = c.m_dims();
-    const std::string n = c.dims[c.n_dim()].reduction_var, mx = c.dims[md[0]].reduction_var;
-    BlockLoops b;
-    b.n_t = {n + "_t"};
-    b.n_r = {n + "_r"};
-    b.mx_r = {mx + "_r"};
-    s.split({n}, b.n_t, b.n_r, m.s.tn).split({mx}, {mx + "_t"}, b.mx_r, m.s.tm);
-    if (md.size() > 1) {
-        const std::string my = c.dims[md[1]].reduction_var;
-        b.m_t = {mx + "_" + my + "_t"};
-        s.fuse({mx + "_t"}, {my}, b.m_t);
-    } else {
-        b.m_t = {mx + "_t"};
-    }
-    b.reg = {b.n_r, b.mx_r};
-    return b;
 }
 
 /** The name of the serial chunk loop of the update. */
@@ -126,22 +99,29 @@ void split_into_chunks(Chain &s, const Contraction &c, int kt) {
     }
 }
 
-/** Schedules the update: K in chunks of kt (split_into_chunks), then threads and register
- * tiles. The same in every branch: only whether the last chunk is guarded differs. */
-void schedule_update(Chain &s, const Contraction &c, const Mapping &m) {
-    split_into_chunks(s, c, m.s.kt);
-    BlockLoops b = split_block(s, c, m);
-    std::vector<Dim> order = b.reg;
-    order.push_back(step_loop(c));
-    order.push_back(b.n_t);
-    order.push_back(b.m_t);
-    order.push_back(chunk_loop(c));
-    s.reorder(order).gpu_threads({b.n_t, b.m_t});
-    for (const Dim &d : b.reg) s.unroll(d);
+/** The block's threads and register tiles (alcop::schedule_thread_tile) on `stage`, a stage of
+ * f: N along the threads' x, the first M dimension along their y and the register tile, a
+ * second M dimension fused into the thread rows. */
+void thread_tile(Schedule &schedule, const StageRef &stage, const Contraction &c, const Mapping &m,
+                 const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {}) {
+    const std::vector<int> md = c.m_dims();
+    std::vector<Dim> rows;
+    if (md.size() > 1) rows.push_back({c.dims[md[1]].reduction_var});
+    schedule.thread_tile(stage, {c.dims[c.n_dim()].reduction_var}, {c.dims[md[0]].reduction_var}, m.s.tm, m.s.tn,
+                         within_chunk, chunks, rows);
+}
+
+/** Schedules the update (`update`, a branch of f's): K in chunks of kt (split_into_chunks), then
+ * threads and register tiles. The same in every branch: only whether the last chunk is guarded
+ * differs. */
+void schedule_update(Schedule &schedule, const StageRef &update, const Contraction &c, const Mapping &m) {
+    Chain chunks = schedule.stage(update);
+    split_into_chunks(chunks, c, m.s.kt);
     // With pipelined register fragments (R >= 2) the step loop stays serial, for the pass to
     // unroll after pipelining; with plain ones (R = 1) it is unrolled here.
-    if (m.s.reg_stages <= 1) s.unroll(step_loop(c));
-    s.done();
+    if (m.s.reg_stages <= 1) chunks.unroll(step_loop(c));
+    chunks.done();
+    thread_tile(schedule, update, c, m, {step_loop(c)}, {chunk_loop(c)});
 }
 
 /** How the staged copies of the operands are specialized: the branch that reads the operands
@@ -325,42 +305,46 @@ Dim fuse_block_dims(Chain &o, const Contraction &c, const std::set<int> &tiled) 
     return fuse_into_one(o, others);
 }
 
-/** The output: block tiles on GPU blocks, register tiles on threads, guarded tails. When the
- * output accumulates f (out = init; out += f), its init is one kernel and its update, which
- * reads f, the other: both tiled alike. Returns the N block loop. */
-Dim tile_output(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef out) {
-    const model::Schedule &s = m.s;
+/** How a block's threads lay out its tile of the output (a stage of it): over the loops of N
+ * and the first M dimension, and the rows of a second. */
+using OutputThreads =
+    std::function<void(const StageRef &stage, const Dim &n, const Dim &m, const std::vector<Dim> &rows)>;
+
+/** The output in block tiles on GPU blocks: N by bn, the first M dimension by m_tiles[0] and a
+ * second one (a convolution's rows, on the SIMT schedule) by m_tiles[1], guarded at the edges,
+ * every other dimension fused into one block dimension; in each block `threads` lays out the
+ * threads. When the output accumulates f (out = init; out += f), its init is one kernel and its
+ * update, which reads f, the other: both tiled alike. Returns the N block loop. */
+Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, const std::vector<int> &m_tiles,
+                const OutputThreads &threads) {
     const std::vector<int> md = c.m_dims();
     const int reading_stage = c.output_accumulates ? 1 : 0;
-    const Dim n_o{c.dims[c.n_dim()].output_var + "_o"};
+    const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
+    const Dim n_o{n + "_o"}, n_i{n + "_i"}, mx_o{mx + "_o"}, mx_i{mx + "_i"};
     for (int stage = 0; stage <= reading_stage; stage++) {
         Chain o = schedule.stage(out, stage ? 0 : -1);
-        const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
-        Dim n_i{n + "_i"}, n_t{n + "_t"}, n_r{n + "_r"};
-        Dim mx_o{mx + "_o"}, mx_i{mx + "_i"}, mx_t{mx + "_t"}, mx_r{mx + "_r"};
-        o.split({n}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
-            .split(n_i, n_t, n_r, s.tn, TailStrategy::GuardWithIf)
-            .split({mx}, mx_o, mx_i, m.bx, TailStrategy::GuardWithIf)
-            .split(mx_i, mx_t, mx_r, s.tm, TailStrategy::GuardWithIf);
-        Dim m_t = mx_t, m_o = mx_o;
+        o.split({n}, n_o, n_i, bn, TailStrategy::GuardWithIf)
+            .split({mx}, mx_o, mx_i, m_tiles[0], TailStrategy::GuardWithIf);
+        Dim m_o = mx_o;
+        std::vector<Dim> rows;  // the second M dimension's loop in the block tile
         std::set<int> tiled{c.n_dim(), md[0]};
-        if (md.size() > 1) {
+        if (m_tiles.size() > 1) {
             const std::string my = c.dims[md[1]].output_var;
-            Dim my_o{my + "_o"}, my_i{my + "_i"};
-            o.split({my}, my_o, my_i, m.by, TailStrategy::GuardWithIf);
-            m_t = {mx + "_" + my + "_t"};
+            const Dim my_o{my + "_o"}, my_i{my + "_i"};
+            o.split({my}, my_o, my_i, m_tiles[1], TailStrategy::GuardWithIf);
             m_o = {mx + "_" + my + "_o"};
-            o.fuse(mx_t, my_i, m_t).fuse(mx_o, my_o, m_o);
+            o.fuse(mx_o, my_o, m_o);
+            rows.push_back(my_i);
             tiled.insert(md[1]);
         }
+        std::vector<Dim> order{n_i, mx_i};
+        order.insert(order.end(), rows.begin(), rows.end());
         std::vector<Dim> blocks{n_o, m_o};
-        std::vector<Dim> order{n_r, mx_r, n_t, m_t, n_o, m_o};
-        if (const Dim z = fuse_block_dims(o, c, tiled); !z.name.empty()) {
-            order.push_back(z);
-            blocks.push_back(z);
-        }
-        o.reorder(order).gpu_blocks(blocks).gpu_threads({n_t, m_t}).unroll(n_r).unroll(mx_r);
+        if (const Dim z = fuse_block_dims(o, c, tiled); !z.name.empty()) blocks.push_back(z);
+        order.insert(order.end(), blocks.begin(), blocks.end());
+        o.reorder(order).gpu_blocks(blocks);
         o.done();
+        threads({out, stage ? 0 : -1, {}}, n_i, mx_i, rows);
     }
     return n_o;
 }
@@ -382,14 +366,7 @@ void place_accumulators(Schedule &schedule, const Contraction &c, FuncRef f, Fun
 
 /** f's initialization: each thread its TN x TM window of the block tile. */
 void schedule_init(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef f) {
-    Chain init = schedule.stage(f);
-    BlockLoops b = split_block(init, c, m);
-    std::vector<Dim> order = b.reg;
-    order.push_back(b.n_t);
-    order.push_back(b.m_t);
-    init.reorder(order).gpu_threads({b.n_t, b.m_t});
-    for (const Dim &d : b.reg) init.unroll(d);
-    init.done();
+    thread_tile(schedule, {f, -1, {}}, c, m);
 }
 
 /** Each thread's fragment of operand `o`'s staged tile `w` at one k step, in registers, R
@@ -435,20 +412,20 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
 
     Condition k_cond;
     const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
-    const Dim n_o = tile_output(schedule, c, m, out);
+    std::vector<int> m_tiles{m.bx};
+    if (md.size() > 1) m_tiles.push_back(m.by);
+    const Dim n_o = tile_output(
+        schedule, c, out, m.s.bn, m_tiles,
+        [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &rows) {
+            schedule.thread_tile(stage, n_loop, m_loop, m.s.tm, m.s.tn, {}, {}, rows, TailStrategy::GuardWithIf);
+        });
     std::map<int, int> tile{{c.n_dim(), m.s.bn}, {md[0], m.bx}};
     if (md.size() > 1) tile[md[1]] = m.by;
     place_accumulators(schedule, c, f, out, n_o, tile);
     schedule_init(schedule, c, m, f);
     // The update: the exact branch first (a specialization copies the schedule so far).
-    if (chunking.exact) {
-        Chain exact = schedule.stage(f, 0, k_cond);
-        schedule_update(exact, c, m);
-    }
-    if (chunking.guarded) {
-        Chain guarded = schedule.stage(f, 0);
-        schedule_update(guarded, c, m);
-    }
+    if (chunking.exact) schedule_update(schedule, {f, 0, k_cond}, c, m);
+    if (chunking.guarded) schedule_update(schedule, {f, 0, {}}, c, m);
 
     // The staged operands, and their register fragments.
     Copies copies;
@@ -474,38 +451,6 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
     return chunking;
 }
 
-namespace {
-
-/** The tensor-core output: block tiles on GPU blocks (N, the first M dimension, then every
- * other dimension fused), and in each block the accumulators' warp layout on the threads,
- * which is what lets each thread read only the accumulators its lane holds. Both stages when
- * the output accumulates f. Returns the N block loop. */
-Dim tile_tensor_core_output(Schedule &schedule, const Contraction &c, const Mapping &m, FuncRef out) {
-    const model::Schedule &s = m.s;
-    const std::vector<int> md = c.m_dims();
-    const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
-    const int reading_stage = c.output_accumulates ? 1 : 0;
-    const Dim n_o{n_dim.output_var + "_o"}, n_i{n_dim.output_var + "_i"};
-    const Dim m_o{m_dim.output_var + "_o"}, m_i{m_dim.output_var + "_i"};
-    for (int stage = 0; stage <= reading_stage; stage++) {
-        Chain o = schedule.stage(out, stage ? 0 : -1);
-        o.split({n_dim.output_var}, n_o, n_i, s.bn, TailStrategy::GuardWithIf)
-            .split({m_dim.output_var}, m_o, m_i, s.bm, TailStrategy::GuardWithIf);
-        std::vector<Dim> blocks{n_o, m_o};
-        std::vector<Dim> order{n_i, m_i, n_o, m_o};
-        if (const Dim z = fuse_block_dims(o, c, {c.n_dim(), md[0]}); !z.name.empty()) {
-            order.push_back(z);
-            blocks.push_back(z);
-        }
-        o.reorder(order).gpu_blocks(blocks);
-        o.done();
-        schedule.tensor_core_tile({out, stage ? 0 : -1}, n_i, m_i, s.tm, s.tn);
-    }
-    return n_o;
-}
-
-}  // namespace
-
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings) {
     const ContractionFuncs funcs = pipeline_funcs(schedule, c);
@@ -514,7 +459,13 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     const std::vector<int> md = c.m_dims();
     const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
 
-    const Dim n_o = tile_tensor_core_output(schedule, c, m, out);
+    // The output in blocks, and in each block the accumulators' warp layout on the threads, which
+    // is what lets each thread read only the accumulators its lane holds.
+    const Dim n_o =
+        tile_output(schedule, c, out, s.bn, {s.bm},
+                    [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &) {
+                        schedule.tensor_core_tile(stage, n_loop, m_loop, s.tm, s.tn);
+                    });
     // The accumulators, in the same warp layout.
     place_accumulators(schedule, c, f, out, n_o, {{c.n_dim(), s.bn}, {md[0], s.bm}});
     const Dim x{n_dim.reduction_var}, y{m_dim.reduction_var};

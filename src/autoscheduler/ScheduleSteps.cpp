@@ -129,6 +129,12 @@ std::string dims_text(const std::vector<Dim> &dims, Names &names) {
     return s;
 }
 
+std::vector<RVar> rvars(const std::vector<Dim> &dims) {
+    std::vector<RVar> r;
+    for (const Dim &d : dims) r.emplace_back(d.name);
+    return r;
+}
+
 // --- The two interpreters of a StepCall, side by side: what it does and what it says.
 
 void apply_call(const StepCall &c, Stage stage, Func func, const Schedule &schedule) {
@@ -442,18 +448,34 @@ void Schedule::tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int 
     s.stage = std::move(stage);
     s.x = x;
     s.y = y;
-    s.warp_m = warp_m;
-    s.warp_n = warp_n;
+    s.tile_m = warp_m;
+    s.tile_n = warp_n;
     s.within_chunk = within_chunk;
     s.chunks = chunks;
+    add(std::move(s));
+}
+
+void Schedule::thread_tile(StageRef stage, const Dim &x, const Dim &y, int thread_m, int thread_n,
+                           const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks,
+                           const std::vector<Dim> &rows, TailStrategy tail) {
+    Step s{Step::Kind::ThreadTile};
+    s.stage = std::move(stage);
+    s.x = x;
+    s.y = y;
+    s.tile_m = thread_m;
+    s.tile_n = thread_n;
+    s.within_chunk = within_chunk;
+    s.chunks = chunks;
+    s.rows = rows;
+    s.tail = tail;
     add(std::move(s));
 }
 
 void Schedule::tensor_cores(FuncRef f, int warp_m, int warp_n) {
     Step s{Step::Kind::TensorCores};
     s.func = f;
-    s.warp_m = warp_m;
-    s.warp_n = warp_n;
+    s.tile_m = warp_m;
+    s.tile_n = warp_n;
     add(std::move(s));
 }
 
@@ -548,19 +570,19 @@ void Schedule::add(Step step) {
     case Step::Kind::Clamp:
         alcop::autoscheduler::clamp_to_input_bounds(handle(step.func), step.clamped);
         break;
-    case Step::Kind::TensorCoreTile: {
-        Stage stage = stage_of(step.stage);
-        auto rvars = [](const std::vector<Dim> &dims) {
-            std::vector<RVar> r;
-            for (const Dim &d : dims) r.push_back(RVar(d.name));
-            return r;
-        };
-        alcop::schedule_tensor_core_tile(stage, Var(step.x.name), Var(step.y.name), step.warp_m, step.warp_n,
-                                         rvars(step.within_chunk), rvars(step.chunks));
+    case Step::Kind::TensorCoreTile:
+        alcop::schedule_tensor_core_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m,
+                                         step.tile_n, rvars(step.within_chunk), rvars(step.chunks));
+        break;
+    case Step::Kind::ThreadTile: {
+        std::vector<Var> rows;
+        for (const Dim &d : step.rows) rows.emplace_back(d.name);
+        alcop::schedule_thread_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m, step.tile_n,
+                                    rvars(step.within_chunk), rvars(step.chunks), rows, step.tail);
         break;
     }
     case Step::Kind::TensorCores:
-        alcop::tensor_cores(handle(step.func), step.warp_m, step.warp_n);
+        alcop::tensor_cores(handle(step.func), step.tile_m, step.tile_n);
         break;
     case Step::Kind::StagedCopy: {
         std::vector<Var> dims;
@@ -651,7 +673,7 @@ std::string Schedule::source(const std::string &header) const {
             // Vars in argument order: the order of the declarations follows first use.
             std::string text = "alcop::schedule_tensor_core_tile(" + stage_text(step.stage, names) + ", ";
             text += names.var(step.x) + ", ";
-            text += names.var(step.y) + ", " + std::to_string(step.warp_m) + ", " + std::to_string(step.warp_n);
+            text += names.var(step.y) + ", " + std::to_string(step.tile_m) + ", " + std::to_string(step.tile_n);
             if (!step.within_chunk.empty() || !step.chunks.empty()) {
                 text += ", {" + dims_text(step.within_chunk, names) + "}";
                 text += ", {" + dims_text(step.chunks, names) + "}";
@@ -659,8 +681,22 @@ std::string Schedule::source(const std::string &header) const {
             body << text << ");\n";
             break;
         }
+        case Step::Kind::ThreadTile: {
+            std::string text = "alcop::schedule_thread_tile(" + stage_text(step.stage, names) + ", ";
+            text += names.var(step.x) + ", ";
+            text += names.var(step.y) + ", " + std::to_string(step.tile_m) + ", " + std::to_string(step.tile_n);
+            const bool tail = step.tail != TailStrategy::Auto;
+            if (!step.within_chunk.empty() || !step.chunks.empty() || !step.rows.empty() || tail) {
+                text += ", {" + dims_text(step.within_chunk, names) + "}";
+                text += ", {" + dims_text(step.chunks, names) + "}";
+            }
+            if (!step.rows.empty() || tail) text += ", {" + dims_text(step.rows, names) + "}";
+            if (tail) text += std::string(", ") + tail_text(step.tail);
+            body << text << ");\n";
+            break;
+        }
         case Step::Kind::TensorCores:
-            body << "alcop::tensor_cores(" << names.func(step.func) << ", " << step.warp_m << ", " << step.warp_n
+            body << "alcop::tensor_cores(" << names.func(step.func) << ", " << step.tile_m << ", " << step.tile_n
                  << ");\n";
             break;
         case Step::Kind::RegisterFragment:

@@ -115,12 +115,15 @@ struct Step {
     enum class Kind {
         /// Func id = pipeline.get_func(index) | of.in(in) | of.in() | of.update(0).rfactor({...})
         DeclareFunc,
-        Calls,        ///< stage.call().call()...; (no call: the stage alone, e.g. a specialize)
-        Pipeline,     ///< alcop::pipeline(func, value[, alcop::Level::Register])
-        Clamp,        ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
-        Enable,       ///< alcop::enable(pipeline, target)
+        Calls,     ///< stage.call().call()...; (no call: the stage alone, e.g. a specialize)
+        Pipeline,  ///< alcop::pipeline(func, value[, alcop::Level::Register])
+        Clamp,     ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
+        Enable,    ///< alcop::enable(pipeline, target)
         /// alcop::schedule_tensor_core_tile(stage, x, y, warp_m, warp_n, {within...}, {chunks...})
         TensorCoreTile,
+        /// alcop::schedule_thread_tile(stage, x, y, thread_m, thread_n[, {within...}, {chunks...}[, {rows...}[,
+        /// tail]]])
+        ThreadTile,
         TensorCores,  ///< alcop::tensor_cores(func, warp_m, warp_n)
         /// alcop::schedule_staged_copy(stage, {copied...}, vector_width, threads_x, threads[, false])
         StagedCopy,
@@ -143,10 +146,14 @@ struct Step {
     int value = 0;  ///< Pipeline: the stages
     bool register_level = false;
     std::vector<int> clamped;  ///< Clamp: the dimensions clamped (all when empty)
-    // TensorCoreTile (on `stage`), TensorCores (on `func`): the warp tile; the block tile's N and
-    // M dimensions; the reduction loops inside a chunk and the chunk loops
-    int warp_m = 0, warp_n = 0;
+    // TensorCoreTile and ThreadTile (on `stage`), TensorCores (on `func`): the warp's or the
+    // thread's tile; the block tile's N and M dimensions (ThreadTile: and further M dimensions
+    // fused into the thread rows, and the splits' tail); the reduction loops inside a chunk and
+    // the chunk loops
+    int tile_m = 0, tile_n = 0;
     Dim x, y;
+    std::vector<Dim> rows;
+    Halide::TailStrategy tail = Halide::TailStrategy::Auto;
     std::vector<Dim> within_chunk, chunks;
     // StagedCopy (on `stage`): the loops dealt out to the threads, innermost first, and how
     struct {
@@ -233,6 +240,11 @@ public:
     /** alcop::schedule_tensor_core_tile on `stage` (a Func's pure definition or its update). */
     void tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
                           const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {});
+    /** alcop::schedule_thread_tile on `stage` (the output's, or the accumulator's pure
+     * definition or update). */
+    void thread_tile(StageRef stage, const Dim &x, const Dim &y, int thread_m, int thread_n,
+                     const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {},
+                     const std::vector<Dim> &rows = {}, Halide::TailStrategy tail = Halide::TailStrategy::Auto);
     /** alcop::tensor_cores(f, warp_m, warp_n). */
     void tensor_cores(FuncRef f, int warp_m, int warp_n);
     /** alcop::schedule_staged_copy on `stage` (a staged tile's pure definition, or a

@@ -138,6 +138,27 @@ Halide::Func schedule_tensor_core_tile(Halide::Func f, Var x, Var y, int warp_m,
     return f;
 }
 
+Halide::Stage schedule_thread_tile(Halide::Stage stage, Var x, Var y, int thread_m, int thread_n,
+                                   const std::vector<RVar> &within_chunk, const std::vector<RVar> &chunks,
+                                   const std::vector<Var> &rows, TailStrategy tail) {
+    user_assert(thread_m > 0 && thread_n > 0)
+        << "alcop::schedule_thread_tile(" << user_name(stage.name()) << ", " << thread_m << ", " << thread_n
+        << "): a thread's register tile needs positive extents.\n";
+    Var xt(x.name() + "_t"), xr(x.name() + "_r"), yt(y.name() + "_t"), yr(y.name() + "_r");
+    stage.split(x, xt, xr, thread_n, tail).split(y, yt, yr, thread_m, tail);
+    for (const Var &row : rows) {
+        Var fused(yt.name() + "_" + row.name());
+        stage.fuse(yt, row, fused);
+        yt = fused;
+    }
+    std::vector<VarOrRVar> order{xr, yr};
+    order.insert(order.end(), within_chunk.begin(), within_chunk.end());
+    order.insert(order.end(), {xt, yt});
+    order.insert(order.end(), chunks.begin(), chunks.end());
+    stage.reorder(order).gpu_threads(xt, yt).unroll(xr).unroll(yr);
+    return stage;
+}
+
 Halide::Stage schedule_staged_copy(Halide::Stage stage, const std::vector<Var> &dims, int vector_width,
                                    int threads_x, int threads, bool unroll_rounds) {
     user_assert(!dims.empty() && vector_width > 0 && threads_x > 0 && threads > 0 && threads % threads_x == 0)

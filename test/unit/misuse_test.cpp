@@ -150,6 +150,14 @@ TEST(Misuse, RegisterFragmentOfNoExtent) {
                      "the extent must be positive");
 }
 
+TEST(Misuse, ThreadTileOfNoExtent) {
+    const DirectiveError e = directive_error("thread_tiled", [](Func f) {
+        alcop::schedule_thread_tile(f, f.args()[0], f.args()[0], /*thread_m=*/0, /*thread_n=*/4);
+    });
+    EXPECT_REJECTION(e.message, "alcop::schedule_thread_tile(" + alcop::user_name(e.func) + ", 0, 4)",
+                     "a thread's register tile needs positive extents");
+}
+
 TEST(Misuse, ReadAfterTheLoop) {
     Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
     EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
