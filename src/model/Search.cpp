@@ -24,33 +24,55 @@ double pipe_load(const Prediction &p) {
     return busiest > 0 ? (p.fma_cycles + p.smem_cycles + p.issue_cycles) / busiest : 0;
 }
 
+// The instructions one warp issues per mma.sync in an iteration: the main loop's leanness, which
+// the main-loop report measures (docs/mainloop.md).
+double issue_per_mma(const Prediction &p) {
+    const Schedule &s = p.schedule;
+    const double mmas = double(s.mma_tiles_per_warp()) * (s.kt / 16);
+    return mmas > 0 ? p.issue_per_warp / mmas : 0;
+}
+
+// Whether the blocks of the first wave give every scheduler of an SM a warp. Where they do not, a
+// scheduler's loads and mma.sync wait on one warp's chain, an overlap the throughput terms assume.
+bool fills_schedulers(const Prediction &p, int schedulers) {
+    const double resident_blocks = p.occ.blocks_per_sm * std::min(1.0, p.waves);
+    return resident_blocks * p.schedule.warps() >= schedulers;
+}
+
 // The key a candidate is ranked by. The predicted time; on tensor cores, the tier of the predicted
 // time first, and within it the candidates bound by the SM's pipes by their pipe load before the
 // others: such loops are often bound by the tensor pipe at one time, whatever their tiles, and
 // among them a k tile of 16 or a small warp tile spends more issue slots and shared-memory
 // wavefronts a mma.sync than a larger one (at 2048^3, 128x128x16 w32x64 keeps the shared-memory
-// pipe as busy as the tensor pipe, 128x128x32 w64x64 at 75%). (Where loads bind, the pipes have
-// slack, and the load would only prefer fewer warps or no pipeline; the FP32 model's issue term
-// binds, so it already tells such loops apart.) Then less shared memory and fewer registers (they leave more
-// room for whatever else runs), then the schedule's fields, so that the order is deterministic.
+// pipe as busy as the tensor pipe, 128x128x32 w64x64 at 75%). Where loads bind, the pipes have
+// slack, and the load would only prefer fewer warps or no pipeline. There a tier of equal times
+// (a problem at the memory floor) takes the leanest main loop, by the issue slots it spends a
+// mma.sync, among the candidates that give every scheduler a warp and pipeline (a prefetch
+// distance of at least 1 over at least 2 chunks): the floors assume loads that overlap the
+// work, which is what the pipeline and the warps make them do. (The FP32 model's issue term
+// binds, so it already tells such loops apart.) Then less shared memory and fewer registers
+// (they leave more room for whatever else runs), then the schedule's fields, so that the order
+// is deterministic.
 struct RankKey {
     int64_t tier;
-    bool loads_bind;
+    bool loads_bind, starved, unpipelined;
     double load, time;
     std::tuple<int64_t, int, int, int, int, int, int, int, int> cheaper;
 
     bool operator<(const RankKey &o) const {
-        return std::tie(tier, loads_bind, load, time, cheaper) <
-               std::tie(o.tier, o.loads_bind, o.load, o.time, o.cheaper);
+        return std::tie(tier, loads_bind, starved, unpipelined, load, time, cheaper) <
+               std::tie(o.tier, o.loads_bind, o.starved, o.unpipelined, o.load, o.time, o.cheaper);
     }
 };
 
-RankKey rank_key(const Prediction &p, double fastest_us, bool tensor_cores) {
+RankKey rank_key(const Prediction &p, double fastest_us, bool tensor_cores, int schedulers) {
     const Schedule &s = p.schedule;
     RankKey k;
     k.tier = tensor_cores ? static_cast<int64_t>((p.total_us / fastest_us - 1) / kTierWidth) : 0;
     k.loads_bind = tensor_cores && p.bound != Bound::SmCompute;
-    k.load = tensor_cores && !k.loads_bind ? pipe_load(p) : 0;
+    k.starved = k.loads_bind && !fills_schedulers(p, schedulers);
+    k.unpipelined = k.loads_bind && (p.prefetch_distance < 1 || p.k_iterations < 2);
+    k.load = !tensor_cores ? 0 : k.loads_bind ? issue_per_mma(p) : pipe_load(p);
     k.time = p.total_us;
     k.cheaper = std::make_tuple(p.smem_per_block, p.occ.regs_allocated, s.smem_stages, s.reg_stages, s.bm, s.bn, s.kt,
                                 s.tm, s.tn);
@@ -58,7 +80,7 @@ RankKey rank_key(const Prediction &p, double fastest_us, bool tensor_cores) {
 }
 
 // Sorts `ranked` by rank_key, the first `keep` of it (all with 0).
-void rank(std::vector<Prediction> &ranked, bool tensor_cores, size_t keep) {
+void rank(std::vector<Prediction> &ranked, bool tensor_cores, int schedulers, size_t keep) {
     if (ranked.empty()) {
         return;
     }
@@ -69,7 +91,7 @@ void rank(std::vector<Prediction> &ranked, bool tensor_cores, size_t keep) {
     std::vector<std::pair<RankKey, size_t>> order;
     order.reserve(ranked.size());
     for (size_t i = 0; i < ranked.size(); i++) {
-        order.emplace_back(rank_key(ranked[i], fastest_us, tensor_cores), i);
+        order.emplace_back(rank_key(ranked[i], fastest_us, tensor_cores, schedulers), i);
     }
     const size_t n = keep > 0 ? std::min(keep, order.size()) : order.size();
     std::partial_sort(order.begin(), order.begin() + n, order.end());
@@ -153,7 +175,7 @@ SearchResult search(const Problem &p, const GpuSpec &gpu, const SearchOptions &o
     }
     result.feasible = result.ranked.size();
 
-    rank(result.ranked, options.space.tensor_cores, options.keep);
+    rank(result.ranked, options.space.tensor_cores, gpu.schedulers_per_sm, options.keep);
 
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -213,8 +213,6 @@ struct Figures {
      * 0), and why. */
     std::vector<int> known_conflicts = {};
     std::string why_conflicts = "";
-    /** The whole-tile kernel has no loop: LLVM unrolled its few chunks (then nothing to count). */
-    bool unrolled = false;
 
     int conflicts_of(size_t kernel) const {
         return known_conflicts.empty() ? 0 : known_conflicts[std::min(kernel, known_conflicts.size() - 1)];
@@ -248,9 +246,8 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     for (size_t i = 0; i < loops.size(); i++) {
         const MainLoopReport &r = loops[i];
         std::cout << alcop::to_string(r) << "\n";
-        const bool loop = !(f.unrolled && i == 0);
-        EXPECT_EQ(r.found, loop) << r.kernel;
-        EXPECT_EQ(r.tensor_cores, c.tensor_cores && loop) << r.kernel;
+        EXPECT_TRUE(r.found) << r.kernel;
+        EXPECT_EQ(r.tensor_cores, c.tensor_cores) << r.kernel;
     }
     // The first kernel is the one of the whole tiles (the others handle the edges).
     const MainLoopReport &main = loops[0];
@@ -373,13 +370,14 @@ INSTANTIATE_TEST_SUITE_P(
              true, 1.94, 2.5, 2.16},
         Case{"conv2d_f16_8x56x56x64x64", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "56"}, {"W", "56"}, {"CI", "64"}, {"CO", "64"}}), true, true,
-             8.75, 2.5, 19.25},
-        // 14 x 14 pixels: the plugin's 16x256x16 w16x32 tile, 4 mma.sync a warp and chunk.
+             4.47, 2.5, 5.04},
+        // 14 x 14 pixels: the plugin's 16x256x32 w16x32 tile, 8 mma.sync a warp and chunk (M is
+        // 1,568 pixels: larger M tiles leave SMs idle).
         Case{"conv2d_f16_8x14x14x256x256", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
-             21.25, 2.5, 27.75},
+             16.88, 2.5, 15.38},
         Case{"bmm_f16_12x512x512x64", "as_bmm",
-             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 6.0, 2.5, 13.5},
+             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 2.58, 2.5, 2.25},
         Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3, 0.4}),
     [](const auto &info) { return info.param.name; });
 
@@ -428,13 +426,13 @@ const std::map<std::string, Figures> &benchmark_figures() {
         {"conv_cuda_auto_14", {0.42, 0.3, 1.38, {2048, 1024}, plugin_conv_conflicts}},
         {"gemm_cuda_auto_k2047", {0.4, 0.3, 0}},
         {"gemm_cuda_auto_f16", {1.94, 2.5, 2.16}},
-        {"bmm_cuda_auto_f16", {6.0, 2.5, 13.5}},
-        {"conv_cuda_auto_f16", {8.75, 2.5, 19.25}},
-        {"conv_cuda_auto_14_f16", {21.25, 2.5, 27.75}},
+        {"bmm_cuda_auto_f16", {2.58, 2.5, 2.25}},
+        {"conv_cuda_auto_f16", {4.47, 2.5, 5.04}},
+        {"conv_cuda_auto_14_f16", {16.88, 2.5, 15.38}},
         {"gemm_cuda_auto_bf16", {1.94, 2.5, 2.16}},
-        {"bmm_cuda_auto_bf16", {0, 2.5, 13.5, {}, "", true}},
-        {"conv_cuda_auto_bf16", {8.75, 2.5, 19.25}},
-        {"conv_cuda_auto_14_bf16", {21.25, 2.5, 27.75}},
+        {"bmm_cuda_auto_bf16", {2.58, 2.5, 2.25}},
+        {"conv_cuda_auto_bf16", {4.47, 2.5, 5.04}},
+        {"conv_cuda_auto_14_bf16", {16.88, 2.5, 15.38}},
     };
     return figures;
 }
