@@ -273,6 +273,21 @@ size_t dims_of(StepCall::Method m) {
     }
 }
 
+/** A TensorCoreTile or ThreadTile step: `stage`'s block tile over x (N) and y (M) laid out in
+ * tiles of m x n (a warp's or a thread's). */
+Step block_layout_step(Step::Kind kind, StageRef stage, const Dim &x, const Dim &y, int m, int n,
+                       const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks) {
+    Step s{kind};
+    s.stage = std::move(stage);
+    s.x = x;
+    s.y = y;
+    s.tile_m = m;
+    s.tile_n = n;
+    s.within_chunk = within_chunk;
+    s.chunks = chunks;
+    return s;
+}
+
 }  // namespace
 
 // --- Chain
@@ -444,28 +459,14 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, co
 
 void Schedule::tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
                                 const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks) {
-    Step s{Step::Kind::TensorCoreTile};
-    s.stage = std::move(stage);
-    s.x = x;
-    s.y = y;
-    s.tile_m = warp_m;
-    s.tile_n = warp_n;
-    s.within_chunk = within_chunk;
-    s.chunks = chunks;
-    add(std::move(s));
+    add(block_layout_step(Step::Kind::TensorCoreTile, std::move(stage), x, y, warp_m, warp_n, within_chunk, chunks));
 }
 
 void Schedule::thread_tile(StageRef stage, const Dim &x, const Dim &y, int thread_m, int thread_n,
                            const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks,
                            const std::vector<Dim> &rows, TailStrategy tail) {
-    Step s{Step::Kind::ThreadTile};
-    s.stage = std::move(stage);
-    s.x = x;
-    s.y = y;
-    s.tile_m = thread_m;
-    s.tile_n = thread_n;
-    s.within_chunk = within_chunk;
-    s.chunks = chunks;
+    Step s =
+        block_layout_step(Step::Kind::ThreadTile, std::move(stage), x, y, thread_m, thread_n, within_chunk, chunks);
     s.rows = rows;
     s.tail = tail;
     add(std::move(s));
