@@ -1,4 +1,4 @@
-// Two GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), and a softmax over rows, as a user of
+// Three GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), and a softmax over rows, as a user of
 // Halide-ALCOP writes them.
 
 #include "Halide.h"
@@ -49,6 +49,51 @@ private:
     RDom r;
 };
 
+// The same GEMM with the schedule helpers the project's generators and autoscheduler use
+// (alcop/Directive.h): a 64 x 64 tile per block of 16 x 16 threads, each thread a 4 x 4 register
+// tile (alcop::schedule_thread_tile), the chunks' tiles copied by all 256 threads in vectors of
+// 4 floats (alcop::schedule_staged_copy) and pipelined 3 deep.
+class TiledGemm : public Generator<TiledGemm> {
+public:
+    Input<Buffer<float>> A{"A", 2};
+    Input<Buffer<float>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        A_shared(k, y) = select(k < K && y < M, A(clamp(k, 0, K - 1), clamp(y, 0, M - 1)), 0.0f);
+        B_shared(x, k) = select(x < N && k < K, B(clamp(x, 0, N - 1), clamp(k, 0, K - 1)), 0.0f);
+        r = RDom(0, tile_k, 0, (K + tile_k - 1) / tile_k, "r");
+        prod(x, y) = 0.0f;
+        prod(x, y) += A_shared(r.y * tile_k + r.x, y) * B_shared(x, r.y * tile_k + r.x);
+        out(x, y) = prod(x, y);
+    }
+
+    void schedule() {
+        Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        out.tile(x, y, xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
+        alcop::schedule_thread_tile(out, xi, yi, thread, thread, {}, {}, {}, TailStrategy::GuardWithIf);
+        prod.compute_at(out, xo).store_in(MemoryType::Register).bound_extent(x, block).bound_extent(y, block);
+        alcop::schedule_thread_tile(prod, x, y, thread, thread);
+        alcop::schedule_thread_tile(prod.update(), x, y, thread, thread, {r.x}, {r.y});
+        prod.update().unroll(r.x);
+        const int threads_x = block / thread, threads = threads_x * threads_x;
+        A_shared.compute_at(prod, r.y).store_in(MemoryType::GPUShared);
+        alcop::schedule_staged_copy(A_shared, {k, y}, 4, threads_x, threads);
+        B_shared.compute_at(prod, r.y).store_in(MemoryType::GPUShared);
+        alcop::schedule_staged_copy(B_shared, {x, k}, 4, threads_x, threads);
+        A_shared.pipeline(3);
+        B_shared.pipeline(3);
+        alcop::enable(get_pipeline(), get_target());
+    }
+
+private:
+    static constexpr int block = 64, thread = 4, tile_k = 8;
+    Var x{"x"}, y{"y"}, k{"k"};
+    alcop::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    RDom r;
+};
+
 // Written plainly, with estimates: the Alcop autoscheduler (AUTOSCHEDULER HalideAlcop::Alcop)
 // tiles it, stages its operands in shared memory and pipelines them.
 class PlainGemm : public Generator<PlainGemm> {
@@ -91,5 +136,6 @@ public:
 }  // namespace
 
 HALIDE_REGISTER_GENERATOR(PipelinedGemm, pipelined_gemm)
+HALIDE_REGISTER_GENERATOR(TiledGemm, tiled_gemm)
 HALIDE_REGISTER_GENERATOR(PlainGemm, plain_gemm)
 HALIDE_REGISTER_GENERATOR(PlainSoftmax, plain_softmax)

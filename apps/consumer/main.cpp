@@ -1,4 +1,4 @@
-// Runs both GEMMs and the softmax on the OpenCL device and checks them against a double-precision
+// Runs the three GEMMs and the softmax on the OpenCL device and checks them against a double-precision
 // reference.
 
 #include "HalideBuffer.h"
@@ -6,6 +6,7 @@
 #include "autoscheduled_gemm.h"
 #include "autoscheduled_softmax.h"
 #include "pipelined_gemm.h"
+#include "tiled_gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -76,6 +77,7 @@ int main() {
     // Tails in every dimension, a reduction shorter than the pipeline, and the estimated shape.
     for (auto [M, N, K] : {std::tuple{64, 64, 64}, {37, 50, 100}, {16, 16, 5}, {256, 256, 256}}) {
         wrong += mismatches("pipelined_gemm", pipelined_gemm, M, N, K);
+        wrong += mismatches("tiled_gemm", tiled_gemm, M, N, K);
         wrong += mismatches("autoscheduled_gemm", autoscheduled_gemm, M, N, K);
     }
     // Rows shorter than a warp, with a tail past one, a tail of a block of rows, as estimated.
