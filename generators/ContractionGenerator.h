@@ -38,13 +38,14 @@ class ContractionGenerator : public Halide::Generator<Self> {
 public:
     // The operands' element type: f32, f16 or bf16 (ContractionSchedule.h, Operands).
     GeneratorParam<Operands> type{"type", Operands::F32, operand_type_names()};
-    // block_m, block_n, tile_k, stages and register_stages: 0 is the type's default
-    // (with_defaults: f32 64 x 64, tile_k 8, unpipelined, no fragments; f16 and bf16 128 x 128,
-    // tile_k 32, 3 stages, 2 register stages of the mma fragments).
+    // block_m, block_n, thread_m, thread_n, tile_k, stages and register_stages: 0 is the type's
+    // default (with_defaults: f32 64 x 64 of 4 x 4, tile_k 8, unpipelined, no fragments; f32
+    // with limits=optin 128 x 128 of 8 x 8, tile_k 16, 4 stages, 2 register stages; f16 and bf16
+    // 128 x 128, tile_k 32, 3 stages, 2 register stages of the mma fragments).
     GeneratorParam<int> block_m{"block_m", 0, 0, 1024};          // output rows (conv2d: pixels) per block
     GeneratorParam<int> block_n{"block_n", 0, 0, 1024};          // output columns (conv2d: channels) per block
-    GeneratorParam<int> thread_m{"thread_m", 4, 1, 64};          // f32
-    GeneratorParam<int> thread_n{"thread_n", 4, 1, 64};          // f32
+    GeneratorParam<int> thread_m{"thread_m", 0, 0, 64};          // f32
+    GeneratorParam<int> thread_n{"thread_n", 0, 0, 64};          // f32
     GeneratorParam<int> warp_m{"warp_m", 64, 16, 256};           // f16, bf16
     GeneratorParam<int> warp_n;                                  // f16, bf16; the default is Self's (constructor)
     GeneratorParam<int> tile_k{"tile_k", 0, 0, 256};             // reduction elements (conv2d: channels) per chunk
@@ -78,7 +79,8 @@ protected:
 
     /** The tiles and stages, 0s replaced by the type's defaults; stages_b: B's (0: A's). */
     ContractionShape resolved_shape(int stages_b = 0) const {
-        return with_defaults(type, block_m, block_n, tile_k, stages, stages_b, register_stages);
+        return with_defaults(type, std::string(limits) == "optin", block_m, block_n, tile_k, stages, stages_b,
+                             register_stages, thread_m, thread_n);
     }
 
     /** Both operands typed by `type` (for configure()). */
@@ -148,8 +150,8 @@ protected:
                                              shape.register_stages, !auto_pipeline, b_k_major);
         } else {
             schedule_contraction(out, prod, a_shared, b_shared, x, y, extra_blocks, {step}, streaming,
-                                 {shape.block_m, shape.block_n, thread_m, thread_n, vector_width}, shape.stages,
-                                 stages_b, shape.register_stages, !auto_pipeline, b_k_major);
+                                 {shape.block_m, shape.block_n, shape.thread_m, shape.thread_n, vector_width},
+                                 shape.stages, stages_b, shape.register_stages, !auto_pipeline, b_k_major);
         }
     }
 

@@ -162,25 +162,38 @@ inline Halide::Type element_type(Operands t) {
     return t == Operands::F32 ? Halide::Float(32) : t == Operands::F16 ? Halide::Float(16) : Halide::BFloat(16);
 }
 
-/** The block tile, k tile and stages of a generator: its GeneratorParams' values, or where
- * one is 0 the default of the operand type's schedule. f32: 64 x 64 blocks, k tile 8,
- * unpipelined, no register fragments. f16 and bf16, chosen for an H200 (and an A100): 128 x 128
- * blocks (of four 64 x 64 warp tiles: 128 fp32 accumulators a thread), k tile 32 (two mma.sync
- * k steps), 3 shared stages of 16 KB, which fit the 48 KB a block gets without the shared-memory
- * opt-in, and 2 register stages of the mma fragments (ldmatrix one k step ahead) where they
- * apply: both tiles pipelined (the fragments prefetch across their chunks) and an even number
- * of k steps a chunk (each register slot serves whole pairs); elsewhere none. */
+/** The block tile, k tile, stages and thread tile of a generator: its GeneratorParams' values,
+ * or where one is 0 the default of the operand type's schedule. f32 under Halide 14's runtime
+ * limits (64 registers a thread): 64 x 64 blocks of 4 x 4 register tiles, k tile 8,
+ * unpipelined, no register fragments. f32 under the opt-in (`optin`: 255 registers, 227 KiB),
+ * CUTLASS's SIMT configuration: 128 x 128 blocks of 8 x 8 register tiles, k tile 16, 4 shared
+ * stages and 2 register stages where both tiles are pipelined (1 elsewhere): 0.29 instructions
+ * beside each FFMA in its main loop, 123 registers (two blocks an SM), where the 4 x 4 tiles
+ * spend 0.56 or more (docs/mainloop.md). f16 and bf16, chosen for an H200 (and an A100): 128 x
+ * 128 blocks (of four 64 x 64 warp tiles: 128 fp32 accumulators a thread), k tile 32 (two
+ * mma.sync k steps), 3 shared stages of 16 KB, which fit the 48 KB a block gets without the
+ * shared-memory opt-in, and 2 register stages of the mma fragments (ldmatrix one k step ahead)
+ * where they apply: both tiles pipelined (the fragments prefetch across their chunks) and an
+ * even number of k steps a chunk (each register slot serves whole pairs); elsewhere none. */
 struct ContractionShape {
-    int block_m, block_n, tile_k, stages, register_stages;
+    int block_m, block_n, tile_k, stages, register_stages, thread_m, thread_n;
 };
 
-inline ContractionShape with_defaults(Operands type, int block_m, int block_n, int tile_k, int stages, int stages_b,
-                                      int register_stages) {
-    const bool tc = type != Operands::F32;
+inline ContractionShape with_defaults(Operands type, bool optin, int block_m, int block_n, int tile_k, int stages,
+                                      int stages_b, int register_stages, int thread_m, int thread_n) {
+    const bool tc = type != Operands::F32, wide = tc || optin;
     auto pick = [](int value, int fallback) { return value > 0 ? value : fallback; };
-    const int s = pick(stages, tc ? 3 : 1), sb = pick(stages_b, s), kt = pick(tile_k, tc ? 32 : 8);
-    const bool prefetch = tc && s > 1 && sb > 1 && (kt / 16) % 2 == 0;
-    return {pick(block_m, tc ? 128 : 64), pick(block_n, tc ? 128 : 64), kt, s, pick(register_stages, prefetch ? 2 : 0)};
+    const int s = pick(stages, tc ? 3 : optin ? 4 : 1), sb = pick(stages_b, s);
+    const int kt = pick(tile_k, tc ? 32 : optin ? 16 : 8), t = optin ? 8 : 4;
+    const bool both_pipelined = s > 1 && sb > 1;
+    const int r = tc ? (both_pipelined && (kt / 16) % 2 == 0 ? 2 : 0) : optin ? (both_pipelined ? 2 : 1) : 0;
+    return {pick(block_m, wide ? 128 : 64),
+            pick(block_n, wide ? 128 : 64),
+            kt,
+            s,
+            pick(register_stages, r),
+            pick(thread_m, t),
+            pick(thread_n, t)};
 }
 
 // Conversions between bf16 and fp32 in integer arithmetic: Halide 14's PTX backend cannot cast

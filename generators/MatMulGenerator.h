@@ -128,7 +128,7 @@ public:
         if (this->tensor_cores()) {
             check_tensor_core_tiles(generator_name(), {bm, bn, this->warp_m, this->warp_n}, kt);
         } else {
-            _halide_user_assert(bm % this->thread_m == 0 && bn % this->thread_n == 0)
+            _halide_user_assert(bm % shape.thread_m == 0 && bn % shape.thread_n == 0)
                 << "thread_m and thread_n must divide block_m and block_n.\n";
         }
 

@@ -31,6 +31,7 @@
 #include "gemm_s2_b1_r3.h"
 #include "gemm_t8_s3_r1.h"
 #include "gemm_t8_s3_r2.h"
+#include "gemm_optin.h"
 #include "bmm_s2_r2.h"
 #include "gemm_s1_r2_slot_off_by_one.h"
 #include "gemm_s2_r2_fragment_before_barrier.h"
@@ -99,6 +100,8 @@ const Variant variants[] = {
     // 8 x 8 thread tiles: B's slots swizzled by windows.
     {"gemm_t8_s3_r1", gemm_t8_s3_r1, false},
     {"gemm_t8_s3_r2", gemm_t8_s3_r2, false},
+    // The fp32 defaults under the opt-in: 128x128x16, 8 x 8 a thread, S4 R2.
+    {"gemm_optin", gemm_optin, false},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.

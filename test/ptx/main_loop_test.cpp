@@ -340,25 +340,33 @@ Internal::GeneratorParamsMap bench(Internal::GeneratorParamsMap p) {
 
 INSTANTIATE_TEST_SUITE_P(
     Generators, KernelsUsersGet,
-    ::testing::Values(Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 1.72, 2.0, 2.05},
-                      Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 1.72, 2.0, 2.05},
-                      Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 1.72, 2.5, 2.05},
-                      // B contiguous along K (a PyTorch Linear weight; attention's Q K^T): both
-                      // operands' fragments by ldmatrix without .trans.
-                      Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33,
-                           2.0, 1.55},
-                      Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33,
-                           2.5, 1.55},
-                      Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 2.16, 2.5, 2.49},
-                      // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
-                      // tile's operands straight from shared memory, 4 bytes a lane.
-                      Case{"gemm_f32_s3", "gemm", {{"stages", "3"}}, false, false, 0.57, 0.3, 0, {256},
-                           "A's reads of two rows of threads 128 bytes apart and B's reads 16 bytes apart "
-                           "per lane are 2-way; a window swizzle of A would save 128 wavefronts for a map on "
-                           "131 accesses, more issue slots than it saves (register_stages >= 1 reads them "
-                           "conflict-free)"},
-                      Case{"gemm_f32_s3_r2", "gemm", {{"stages", "3"}, {"register_stages", "2"}}, false, false, 0.72,
-                           0.3, 0}),
+    ::testing::Values(
+        Case{"gemm_f16", "gemm", {{"type", "f16"}}, false, true, 1.72, 2.0, 2.05},
+        Case{"gemm_bf16", "gemm", {{"type", "bf16"}}, false, true, 1.72, 2.0, 2.05},
+        Case{"bmm_f16", "bmm", {{"type", "f16"}}, false, true, 1.72, 2.5, 2.05},
+        // B contiguous along K (a PyTorch Linear weight; attention's Q K^T): both
+        // operands' fragments by ldmatrix without .trans.
+        Case{"gemm_f16_b_k_major", "gemm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33, 2.0, 1.55},
+        Case{"bmm_f16_b_k_major", "bmm", {{"type", "f16"}, {"b_k_major", "true"}}, false, true, 1.33, 2.5, 1.55},
+        Case{"conv2d_f16", "conv2d", {{"type", "f16"}, {"pad", "1"}}, false, true, 2.16, 2.5, 2.49},
+        // The benchmark's fp32 "s3" GEMM (gemm_cuda_s3): each thread reads its 4 x 4
+        // tile's operands straight from shared memory, 4 bytes a lane.
+        Case{"gemm_f32_s3",
+             "gemm",
+             {{"stages", "3"}},
+             false,
+             false,
+             0.57,
+             0.3,
+             0,
+             {256},
+             "A's reads of two rows of threads 128 bytes apart and B's reads 16 bytes apart "
+             "per lane are 2-way; a window swizzle of A would save 128 wavefronts for a map on "
+             "131 accesses, more issue slots than it saves (register_stages >= 1 reads them "
+             "conflict-free)"},
+        Case{"gemm_f32_s3_r2", "gemm", {{"stages", "3"}, {"register_stages", "2"}}, false, false, 0.72, 0.3, 0},
+        // The fp32 defaults under the opt-in: 128x128x16, 8 x 8 a thread, S4 R2.
+        Case{"gemm_f32_optin", "gemm", {{"limits", "optin"}}, false, false, 0.29, 0.3, 0}),
     [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -483,13 +491,15 @@ alcop::model::Schedule schedule_of(const Case &c) {
         auto it = c.params.find(name);
         return it == c.params.end() ? fallback : std::stoi(it->second.string_value);
     };
-    const alcop_generators::ContractionShape shape =
-        alcop_generators::with_defaults(operands_of(c), param("block_m", 0), param("block_n", 0), param("tile_k", 0),
-                                        param("stages", 0), param("stages_b", 0), param("register_stages", 0));
+    auto limits = c.params.find("limits");
+    const bool optin = limits != c.params.end() && limits->second.string_value == "optin";
+    const alcop_generators::ContractionShape shape = alcop_generators::with_defaults(
+        operands_of(c), optin, param("block_m", 0), param("block_n", 0), param("tile_k", 0), param("stages", 0),
+        param("stages_b", 0), param("register_stages", 0), param("thread_m", 0), param("thread_n", 0));
     alcop::model::Schedule s;
     s.bm = shape.block_m, s.bn = shape.block_n, s.kt = shape.tile_k;
-    s.tm = c.tensor_cores ? param("warp_m", 64) : param("thread_m", 4);
-    s.tn = c.tensor_cores ? param("warp_n", 64) : param("thread_n", 4);
+    s.tm = c.tensor_cores ? param("warp_m", 64) : shape.thread_m;
+    s.tn = c.tensor_cores ? param("warp_n", 64) : shape.thread_n;
     s.smem_stages = shape.stages;
     s.reg_stages = std::max(1, shape.register_stages);
     s.tensor_cores = c.tensor_cores;
