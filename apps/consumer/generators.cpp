@@ -8,27 +8,39 @@ namespace {
 
 using namespace Halide;
 
-// Scheduled by hand: a 16 x 16 block of threads computes a 16 x 16 tile of out, one element per
-// thread, over chunks of 16 of the reduction; each chunk's tiles of A and B are staged in shared
-// memory, and ALCOP pipelines them 3 deep, so that the copies of chunk ko + 2 overlap the
-// compute of chunk ko. The operands read zeros past their edges, so that every chunk's tile
-// has one size and place, which is what a pipeline needs.
-class PipelinedGemm : public Generator<PipelinedGemm> {
+// out(x, y) = sum_k A(k, y) * B(x, k) over chunks of tile_k of the reduction (r.y the chunk, r.x
+// within it), each chunk's tiles of A and B staged in Funcs of their own. The operands read
+// zeros past their edges, so that every chunk's tile has one size and place, which is what a
+// pipeline needs. Self schedules it.
+template<typename Self, int tile_k>
+class StagedGemm : public Generator<Self> {
 public:
-    Input<Buffer<float>> A{"A", 2};
-    Input<Buffer<float>> B{"B", 2};
-    Output<Buffer<float>> out{"out", 2};
+    GeneratorInput<Buffer<float>> A{"A", 2};
+    GeneratorInput<Buffer<float>> B{"B", 2};
+    GeneratorOutput<Buffer<float>> out{"out", 2};
 
     void generate() {
         Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
         A_shared(k, y) = select(k < K && y < M, A(clamp(k, 0, K - 1), clamp(y, 0, M - 1)), 0.0f);
         B_shared(x, k) = select(x < N && k < K, B(clamp(x, 0, N - 1), clamp(k, 0, K - 1)), 0.0f);
-        r = RDom(0, tile, 0, (K + tile - 1) / tile, "r");  // r.x: within a chunk, r.y: the chunk
+        r = RDom(0, tile_k, 0, (K + tile_k - 1) / tile_k, "r");
         prod(x, y) = 0.0f;
-        prod(x, y) += A_shared(r.y * tile + r.x, y) * B_shared(x, r.y * tile + r.x);
+        prod(x, y) += A_shared(r.y * tile_k + r.x, y) * B_shared(x, r.y * tile_k + r.x);
         out(x, y) = prod(x, y);
     }
 
+protected:
+    Var x{"x"}, y{"y"}, k{"k"};
+    alcop::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
+    RDom r;
+};
+
+// Scheduled by hand: a 16 x 16 block of threads computes a 16 x 16 tile of out, one element per
+// thread, over chunks of 16 of the reduction; each chunk's tiles of A and B are staged in shared
+// memory, and ALCOP pipelines them 3 deep, so that the copies of chunk ko + 2 overlap the
+// compute of chunk ko.
+class PipelinedGemm : public StagedGemm<PipelinedGemm, 16> {
+public:
     void schedule() {
         Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
         out.gpu_tile(x, y, xo, yo, xi, yi, tile, tile, TailStrategy::GuardWithIf);
@@ -44,31 +56,14 @@ public:
 
 private:
     static constexpr int tile = 16;
-    Var x{"x"}, y{"y"}, k{"k"};
-    alcop::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
-    RDom r;
 };
 
 // The same GEMM with the schedule helpers the project's generators and autoscheduler use
 // (alcop/Directive.h): a 64 x 64 tile per block of 16 x 16 threads, each thread a 4 x 4 register
-// tile (alcop::schedule_thread_tile), the chunks' tiles copied by all 256 threads in vectors of
-// 4 floats (alcop::schedule_staged_copy) and pipelined 3 deep.
-class TiledGemm : public Generator<TiledGemm> {
+// tile (alcop::schedule_thread_tile), the chunks' tiles (of 8) copied by all 256 threads in
+// vectors of 4 floats (alcop::schedule_staged_copy) and pipelined 3 deep.
+class TiledGemm : public StagedGemm<TiledGemm, 8> {
 public:
-    Input<Buffer<float>> A{"A", 2};
-    Input<Buffer<float>> B{"B", 2};
-    Output<Buffer<float>> out{"out", 2};
-
-    void generate() {
-        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
-        A_shared(k, y) = select(k < K && y < M, A(clamp(k, 0, K - 1), clamp(y, 0, M - 1)), 0.0f);
-        B_shared(x, k) = select(x < N && k < K, B(clamp(x, 0, N - 1), clamp(k, 0, K - 1)), 0.0f);
-        r = RDom(0, tile_k, 0, (K + tile_k - 1) / tile_k, "r");
-        prod(x, y) = 0.0f;
-        prod(x, y) += A_shared(r.y * tile_k + r.x, y) * B_shared(x, r.y * tile_k + r.x);
-        out(x, y) = prod(x, y);
-    }
-
     void schedule() {
         Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
         out.tile(x, y, xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
@@ -88,10 +83,7 @@ public:
     }
 
 private:
-    static constexpr int block = 64, thread = 4, tile_k = 8;
-    Var x{"x"}, y{"y"}, k{"k"};
-    alcop::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
-    RDom r;
+    static constexpr int block = 64, thread = 4;
 };
 
 // Written plainly, with estimates: the Alcop autoscheduler (AUTOSCHEDULER HalideAlcop::Alcop)
