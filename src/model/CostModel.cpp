@@ -27,13 +27,14 @@ constexpr int kBytesPerElement = 4;  // FP32: the SIMT kernels' operands, and C
 // for sm_80 on the user's GEMM of docs/tensor-cores.md (test/tensorcore/TensorCoreGemm.h) with
 // the 16-byte cp.async copies that the generators and the plugin emit, over warp tiles 16x16 to
 // 64x64, k tiles 16 to 64 and 1 or 2 register stages (TensorCoreModel in test/autoscheduler,
-// docs/model.md §3). Refitted 2026-12-03 after the swizzle kept the slot bases out of its map
-// (the swizzled addresses are computed once before the loop): ptxas holds about three quarters
-// of the fragments' registers at once there, and the 128x128x32 w64x64 R2 default stays within
-// the 255 it assembles in.
-constexpr int kTensorCoreAddressRegisters = 17;
-constexpr double kTensorCoreExtraPerAccumulator = 0.28;
-constexpr double kTensorCoreFragmentsHeld = 0.77;
+// docs/model.md §3), and bounded by the plugin's kernels (RegisterEstimateFitsThePluginsKernels).
+// Of the fragments' registers ptxas holds about a third at once with one register stage, where
+// it reuses a step's registers for the next step's loads, and more than half with two, where
+// the prefetched step is live beside the current one.
+constexpr int kTensorCoreAddressRegisters = 20;
+constexpr double kTensorCoreExtraPerAccumulator = 0.40;
+constexpr double kTensorCoreFragmentsHeldOneStage = 0.34;
+constexpr double kTensorCoreFragmentsHeldTwoStages = 0.58;
 
 // mma.sync.m16n8k16: 2 * 16 * 8 * 16 FLOPs; each lane holds 4 fp32 accumulators per 16 x 8
 // tile; ldmatrix.x4 gives each lane 4 32-bit registers (a 16 x 16 tile of A, or two 16 x 8
@@ -74,14 +75,17 @@ constexpr int kLoopOverheadInstructions = 14;
 constexpr int kUnpipelinedLoopOverheadInstructions = 49;
 
 // The same for the tensor-core kernels, as the main-loop report counts their steady-state
-// loops (docs/mainloop.md; fitted on 2026-12-04 to the pass's GEMM and batched-matmul kernels:
-// 89 at 128x128x32 w64x64 with 16 ldmatrix a chunk, 51 at 128x128x16 w32x64 with 6, 43 at
-// 64x64x16 w32x32 with 4): per chunk of a pipelined loop the slots' indices, the copies'
+// loops (docs/mainloop.md): per chunk of a pipelined loop the slots' indices, the copies'
 // addresses, commit and wait, and per ldmatrix the row address of its fragment (B's .trans
-// rows each take a 64-bit add; A's share one). Model.IssueFollowsTheMainLoopReport
-// (test/ptx/main_loop_test.cpp) holds it within 15% of the report for the benchmark's kernels.
-constexpr double kTensorCorePipelinedChunkOverhead = 27;
-constexpr double kTensorCoreOverheadPerLdmatrix = 4;
+// rows each take a 64-bit add; A's share one). A least-squares line through nine kernels'
+// counts (other instructions + commit + wait, against ldmatrix a chunk): the generators'
+// 64x64x16 w32x32 (4 ldmatrix: 36), 128x128x16 w32x64 (6: 38), 64x64x32 w32x32 S4 (8: 48),
+// 128x128x32 w64x64 S3 and S4 (16: 75, 64), and the plugin's 64x128x16 w32x64 S5 (6: 44),
+// 32x64x32 w32x32 S5 R2 (8: 73), 128x128x32 w64x64 S2 (16: 87) and its batched 64x128x32
+// w64x64 S2 (16: 93). Model.IssueFollowsTheMainLoopReport (test/ptx/main_loop_test.cpp)
+// holds it within 15% of the report for the benchmark's kernels.
+constexpr double kTensorCorePipelinedChunkOverhead = 25;
+constexpr double kTensorCoreOverheadPerLdmatrix = 3.5;
 
 // An implicit-GEMM convolution gathers A (im2col): each chunk takes its filter tap and channel
 // chunk from the chunk index (two divisions), and each of A's copies its own address and the
@@ -554,8 +558,8 @@ int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
         const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
         const int k_steps = s.kt / kMmaK;
         const int steps_held = s.reg_stages > 1 ? k_steps + 1 : std::min(k_steps, 2);
-        const int fragments =
-            int(std::lround(kTensorCoreFragmentsHeld * steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN))));
+        const double held = s.reg_stages > 1 ? kTensorCoreFragmentsHeldTwoStages : kTensorCoreFragmentsHeldOneStage;
+        const int fragments = int(std::lround(held * steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN))));
         const int overhead =
             int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters;
         return accumulators + fragments + overhead;

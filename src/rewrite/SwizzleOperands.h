@@ -14,6 +14,9 @@
  * one map of the layout: the producers' writes whatever their copy kind, the ldmatrix row
  * addresses (the 8 elements of a row stay consecutive: a row is one 16-byte chunk, which the
  * map moves whole) and any other load. So the writers and the readers agree by construction.
+ * A tensor-core tile's writes go through the map with the kernel's lets substituted, so that
+ * terms a copy adds and subtracts through separate lets cancel first and the mapped address
+ * stays invariant across chunks.
  *
  * A tile is swizzled only where that is provably safe:
  *  - the operand's tile has one constant byte range in the allocation made of whole 128-byte

@@ -1236,9 +1236,9 @@ TEST(TensorCoreModel, RegisterEstimateFitsThePluginsKernels) {
     // copy loops are unrolled; the plugin keeps a tensor-core tile's copy rounds a loop, and its
     // swizzle's address math and the predicated prefetch (the next tiles' addresses computed on
     // every iteration, copy/CopyLowering.h) take registers the fit does not count in small warp
-    // tiles. Whole tiles: 222, 70, 72 for estimates 230, 55, 70 (128x128x32 w64x64 S2, 32x64x32
-    // w16x32 S5, 64x64x16 w32x32 S2; 221, 68, 66 with the prefetch branched); edge kernels, whose
-    // copies of B are clamped scalars, 216, 64, 72 (216, 64, 78).
+    // tiles. Whole tiles (sm_80, 2026-12-05): 213, 96, 219 for estimates 221, 93, 221 (128x128x32
+    // w64x64 S2, 32x64x32 w32x32 S5 R2, 64x128x32 w64x64 S2); edge kernels, whose copies of B are
+    // clamped scalars, 225, 120, 219 (docs/model.md §3).
 #ifndef ALCOP_PTXAS
     GTEST_SKIP() << "ptxas not found";
 #endif
