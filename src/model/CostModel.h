@@ -225,8 +225,9 @@ constexpr int kAddressAndLoopRegisters = 27;
  *   + (no cp.async and S >= 2) one stage of staged elements per thread;
  * with tensor cores, per lane: 4 accumulators per 16 x 8 tile of the warp tile, the fragments
  * of the k steps held (k_steps + 1 with R = 2, else min(k_steps, 2); 4 registers per 16 rows of
- * A and 2 per 8 columns of B, scaled by a factor fitted to ptxas), a few registers per
- * accumulator and the address registers. docs/model.md explains each term. */
+ * A and 2 per 8 columns of B, scaled by a share fitted to ptxas for one or for two register
+ * stages), a few registers per accumulator and the address registers. docs/model.md explains
+ * each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
 
 /** The SM's mma.sync FLOPs per clock for operands of `element` (F16 or BF16). */
