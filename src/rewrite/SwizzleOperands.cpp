@@ -18,6 +18,14 @@ using namespace Halide::Internal;
 
 namespace {
 
+/** `index` with the lets of `lets` (outermost first) that it uses substituted, simplified. */
+Expr with_lets(Expr index, const std::vector<std::pair<std::string, Expr>> &lets) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+        if (expr_uses_var(index, it->first)) index = Let::make(it->first, it->second, index);
+    }
+    return simplify(substitute_in_all_lets(index));
+}
+
 bool is_ldmatrix(const Call *c) {
     return c && (c->name == ldmatrix_name || c->name == ldmatrix_trans_name);
 }
@@ -156,12 +164,8 @@ private:
         Access a;
         a.allocation = name;
         a.produced = producing.empty() ? "" : producing.back();
-        Expr e = index;
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-            if (expr_uses_var(e, it->first)) e = Let::make(it->first, it->second, e);
-        }
         BoundableTerms slot_terms(scope);
-        Expr bounded_index = slot_terms.mutate(simplify(substitute_in_all_lets(e)));
+        Expr bounded_index = slot_terms.mutate(with_lets(index, lets));
         // A copy's index adds a buffer field (an output's min), or a loop's variable (the
         // chunk a let's base starts at), in one let and subtracts it in another, which the
         // simplifier leaves: ((t - (ko + 2)) * 2 + ((ko + 2) * 2 + u)) * 8 bounds as ko's whole
@@ -303,20 +307,12 @@ private:
         return LetStmt::make(op->name, value, body);
     }
 
-    /** `index` with the kernel's lets it uses substituted, simplified. */
-    Expr with_lets_substituted(Expr index) const {
-        for (auto it = kernel_lets.rbegin(); it != kernel_lets.rend(); ++it) {
-            if (expr_uses_var(index, it->first)) index = Let::make(it->first, it->second, index);
-        }
-        return simplify(substitute_in_all_lets(index));
-    }
-
     Stmt visit(const Store *op) override {
         const SwizzledBuffer *t = tile_of(op);
         if (!t) return IRMutator::visit(op);
         ModulusRemainder alignment = alignment_of(op);
         Expr index = mutate(op->index);
-        if (operands.count(t->func)) index = with_lets_substituted(index);
+        if (operands.count(t->func)) index = with_lets(index, kernel_lets);
         index = swizzled(*t, index, op->value.type(), alignment);
         return Store::make(op->name, mutate(op->value), index, op->param, mutate(op->predicate), alignment);
     }
