@@ -111,11 +111,8 @@ class Env {
         return std::nullopt;
     }
 
-    /** Dimensions 0 and 1 (a matrix's, a tensor's channels and columns) get `extent`, the
-     * others (batches, rows of images, filter taps) 3, which keeps a convolution's reduction
-     * (taps x channels) a few tiles long. */
     int64_t extent_of(int dim) const {
-        return dim < 2 ? extent : 3;
+        return hazard_check_extent(extent, dim);
     }
 
 public:
@@ -713,8 +710,12 @@ std::vector<KernelHazards> find_pipeline_hazards(const Stmt &s, int64_t extent,
     return kernels.result;
 }
 
+int64_t hazard_check_extent(int64_t extent, int dim) {
+    return dim < 2 || extent % whole_tile_extent == 0 ? extent : 3;
+}
+
 const std::vector<int64_t> &hazard_check_extents() {
-    static const std::vector<int64_t> extents{100, 40, 16, 128};
+    static const std::vector<int64_t> extents{100, 40, 16, whole_tile_extent};
     return extents;
 }
 

@@ -29,8 +29,7 @@
  *
  * Sizes: every free variable named `<buffer>.min.<d>`, `.extent.<d>` or `.stride.<d>` (the
  * shapes of the pipeline's buffers) takes the value of a dense buffer, unless `values` names
- * it: mins 0, extent `extent` in dimensions 0 and 1 and 3 in the others (batches, image rows,
- * filter taps: a convolution's reduction stays a few tiles long). Other free variables only
+ * it: mins 0, extents as hazard_check_extent() says. Other free variables only
  * from `values`. A condition or loop bound that cannot be evaluated makes that kernel
  * unchecked, with the reason.
  */
@@ -73,9 +72,18 @@ struct KernelHazards {
 std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s, int64_t extent,
                                                  const std::map<std::string, int64_t> &values = {});
 
+/** A multiple of every tile up to 128: at a multiple of it every kernel's tiles are whole. */
+constexpr int64_t whole_tile_extent = 128;
+
+/** The extent of dimension `dim` of each buffer in a run at `extent`: `extent` in dimensions 0
+ * and 1 (a matrix's, a tensor's channels and columns), 3 in the others (batches, rows of
+ * images, filter taps: a convolution's reduction stays a few tiles long), except at a multiple
+ * of whole_tile_extent, which every dimension gets, so that the branch of a specialization on
+ * whole tiles runs where a convolution's pixel tiles span several rows. */
+int64_t hazard_check_extent(int64_t extent, int dim);
+
 /** The extents the report checks each kernel at: a tail in every dimension with several K tiles,
- * fewer K tiles than stages, one partial tile, and whole tiles (128, a multiple of every tile
- * up to 128: the branch of a specialization on whole tiles). */
+ * fewer K tiles than stages, one partial tile, and whole tiles (whole_tile_extent). */
 const std::vector<int64_t> &hazard_check_extents();
 
 }  // namespace alcop

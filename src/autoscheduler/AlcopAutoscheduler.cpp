@@ -111,7 +111,7 @@ std::string summary(const Contraction &c, const Result &r, const model::SearchOp
        << model::register_limit(*r.gpu, search.model.limits) << " registers); " << r.search.enumerated
        << " candidates ranked (" << r.search.feasible << " feasible, " << r.applicable
        << " expressible and tiling the estimates exactly) in " << r.search.seconds * 1e3 << " ms\n"
-       << "  chosen: " << m.s.to_string() << " (M tile " << m.bx << "x" << m.by << "), predicted "
+       << "  chosen: " << m.s.to_string() << " (M tile " << m_tile_text(m) << "), predicted "
        << std::setprecision(2) << r.chosen.total_us << " us (" << model::to_string(r.chosen.bound) << ")";
     if (choice.rank > 0) {
         os << "; tuning: candidate " << choice.rank << " in the order of preference, the model's choice "
@@ -132,7 +132,7 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
     os << std::fixed << "// " << c.describe() << "\n"
        << "// Model: " << r.gpu->name << "; " << r.search.enumerated << " candidates ranked in " << std::setprecision(2)
        << r.search.seconds * 1e3 << " ms.\n"
-       << "// Chosen: " << m.s.to_string() << ", M tile " << m.bx << "x" << m.by << ", predicted " << r.chosen.total_us
+       << "// Chosen: " << m.s.to_string() << ", M tile " << m_tile_text(m) << ", predicted " << r.chosen.total_us
        << " us (" << model::to_string(r.chosen.bound) << ")"
        << (choice.rank ? ", candidate " + std::to_string(choice.rank) + " (tuning)" :
                          std::string(", the model's choice"))

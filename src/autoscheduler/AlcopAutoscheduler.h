@@ -54,7 +54,8 @@
  * are K, M or N, the tensor-core schedule instead (ContractionSchedule.h,
  * schedule_tensor_core_contraction): the model ranks the tensor-core space
  * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
- * mma.sync warp layout through alcop::schedule_tensor_core_tile, the operands are staged and
+ * mma.sync warp layout through alcop::schedule_tensor_core_tile (a convolution's M tile over
+ * pixels of its width, rows and images, fused into one M loop), the operands are staged and
  * pipelined as above, the mma fragments get the model's register stages where they apply
  * (R = 2 with S >= 2 and R dividing a chunk's k steps: alcop::pipeline(f, 2, Level::Register)),
  * and alcop::tensor_cores(f) asks for mma.sync.

@@ -23,65 +23,76 @@ bool tensor_core_register_stages_apply(const model::Schedule &s) {
     return s.reg_stages <= 1 || (s.smem_stages > 1 && (s.kt / 16) % s.reg_stages == 0);
 }
 
+namespace {
+
+/** A BM-row M tile as factors along `extents[d...]` (each a power of two; the first a multiple
+ * of `step`): the widest first factor, then second, ..., that tile the extents exactly
+ * (`exact`), or else the widest that fit, the last dimension taking the rest. */
+std::optional<std::vector<int>> m_tile_factors(int bm, int step, const std::vector<int64_t> &extents, size_t d,
+                                               bool exact) {
+    if (d + 1 == extents.size()) {
+        if (bm % step || (exact && extents[d] % bm)) return std::nullopt;
+        return std::vector<int>{bm};
+    }
+    for (int f = bm; f >= step; f /= 2) {
+        if (f % step || bm % f) continue;
+        if (exact ? extents[d] % f != 0 : f > extents[d] && f != step) continue;
+        if (std::optional<std::vector<int>> rest = m_tile_factors(bm / f, 1, extents, d + 1, exact)) {
+            rest->insert(rest->begin(), f);
+            return rest;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string m_tile_text(const Mapping &m) {
+    std::ostringstream os;
+    for (size_t i = 0; i < m.m_tile.size(); i++) {
+        os << (i ? "x" : "") << m.m_tile[i];
+    }
+    if (m.m_tile.size() == 1) os << "x1";
+    return os.str();
+}
+
 std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule &s) {
     // More shared stages than chunks only fill slots no chunk reads (and the pass rejects a
     // pipeline over a loop of one chunk, which is no loop): at most one stage a chunk.
     if (s.smem_stages > 1 && s.smem_stages > chunk_count(c, s.kt)) return std::nullopt;
-    if (s.tensor_cores) {
-        // The warp tile's M rows run along the first M dimension alone (y of mma.sync's layout):
-        // a further M dimension indexes blocks. The reduction is chunked by the k tile (K is a
-        // constant it divides, tensor_cores_apply()). Register stages of the mma fragments
-        // (ldmatrix R - 1 k steps ahead, across chunks) need both tiles pipelined and R
-        // dividing the chunk's k steps; their registers are in the model's estimate.
-        if (!tensor_core_register_stages_apply(s)) return std::nullopt;
-        Mapping m;
-        m.s = s;
-        m.bx = s.bm;
-        m.by = 1;
-        const std::vector<int> md = c.m_dims();
-        m.divisible = c.dims[c.n_dim()].extent % s.bn == 0 && c.dims[md[0]].extent % s.bm == 0;
-        m.k_divisible = c.rvars[0].extent_estimate % s.kt == 0;
-        if (!m.k_divisible) return std::nullopt;
-        return m;
-    }
-    // Register fragments (R >= 2) need a thread's fragment to be a constant number of
-    // elements: with one M dimension (GEMM, batched GEMM) TM (or TN) values; with two (an
-    // implicit-GEMM conv's pixel tile) its bounds go through the fused thread variable.
-    if (s.reg_stages > 1 && c.m_dims().size() != 1) return std::nullopt;
+    // Register fragments (R >= 2) of the SIMT schedule need a thread's fragment to be a
+    // constant number of elements: with one M dimension (GEMM, batched GEMM) TM (or TN)
+    // values; with two (an implicit-GEMM conv's pixel tile) its bounds go through the fused
+    // thread variable.
+    if (!s.tensor_cores && s.reg_stages > 1 && c.m_dims().size() != 1) return std::nullopt;
+    // Register stages of the mma fragments (ldmatrix R - 1 k steps ahead, across chunks) need
+    // both tiles pipelined and R dividing the chunk's k steps; their registers are in the
+    // model's estimate.
+    if (s.tensor_cores && !tensor_core_register_stages_apply(s)) return std::nullopt;
     Mapping m;
     m.s = s;
     const std::vector<int> md = c.m_dims();
-    const int64_t ex = c.dims[md[0]].extent, ey = md.size() > 1 ? c.dims[md[1]].extent : 1;
-    const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
-    if (md.size() == 1) {
-        m.bx = s.bm;
-        m.by = 1;
-    } else {
-        // A BM-pixel tile as bx * by, the thread tile TM along x: the widest bx that tiles
-        // the estimated extents exactly, else the widest that fits.
-        int best = 0;
-        for (int bx = s.bm; bx >= s.tm; bx /= 2) {
-            if (bx % s.tm || s.bm % bx) continue;
-            if (ex % bx == 0 && ey % (s.bm / bx) == 0) {
-                best = bx;
-                break;
-            }
-        }
-        if (!best) {
-            for (int bx = s.bm; bx >= s.tm; bx /= 2) {
-                if (bx % s.tm == 0 && s.bm % bx == 0 && (bx <= ex || bx == s.tm)) {
-                    best = bx;
-                    break;
-                }
-            }
-        }
-        if (!best) return std::nullopt;
-        m.bx = best;
-        m.by = s.bm / best;
+    // The SIMT schedule tiles two M dimensions (the thread tile's TM along the first); the
+    // tensor-core schedule fuses the tiled ones into one M loop, which any factors serve.
+    const size_t tiled = s.tensor_cores ? md.size() : std::min<size_t>(md.size(), 2);
+    std::vector<int64_t> extents;
+    for (size_t i = 0; i < tiled; i++) {
+        extents.push_back(c.dims[md[i]].extent);
     }
-    if (m.bx % s.tm) return std::nullopt;
-    m.divisible = n % s.bn == 0 && ex % m.bx == 0 && ey % m.by == 0;
+    const int step = s.tensor_cores ? 1 : s.tm;
+    std::optional<std::vector<int>> tile = m_tile_factors(s.bm, step, extents, 0, true);
+    if (!tile) tile = m_tile_factors(s.bm, step, extents, 0, false);
+    if (!tile) return std::nullopt;
+    m.m_tile = *tile;
+    const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
+    m.divisible = n % s.bn == 0;
+    for (size_t i = 0; i < tiled; i++) {
+        m.divisible = m.divisible && extents[i] % m.m_tile[i] == 0;
+    }
     m.k_divisible = k % s.kt == 0;
+    // The tensor-core reduction is chunked by the k tile: K is a constant it divides
+    // (tensor_cores_apply()).
+    if (s.tensor_cores) return m.k_divisible ? std::optional<Mapping>(m) : std::nullopt;
     // Register stages need a step loop of constant extent in every branch (the pass unrolls it
     // after pipelining, and the fragments are one Func for all branches). Where K is not a
     // constant the k tile divides, some branch guards the last chunk, and Halide's loop

@@ -28,10 +28,17 @@ namespace autoscheduler {
 /** How a model candidate maps onto the contraction's dimensions. */
 struct Mapping {
     model::Schedule s;
-    int bx = 0, by = 1;      ///< the M block tile over the first and second M dimensions
+    /** The M block tile along the first M dimensions (Contraction::m_dims(), in order): BM
+     * rows for one M dimension; for a convolution's pixels, its width and rows (SIMT: the
+     * register tile runs along the width), with tensor cores its images too (the warp layout
+     * takes them fused into one M loop). Further M dimensions index blocks. */
+    std::vector<int> m_tile;
     bool divisible = false;  ///< the estimated output is a whole number of block tiles
     bool k_divisible = false;
 };
+
+/** The M tile as printed: "128x1", "8x8", "2x2x4". */
+std::string m_tile_text(const Mapping &m);
 
 /** Whether every size runs chunks of exactly s.kt: the reduction's first extent is a constant
  * the k tile divides, so that no branch guards the last chunk. */

@@ -25,8 +25,9 @@ std::vector<int64_t> tile_extents(const Contraction &c, const Operand &o, const 
     for (const std::string &v : f.args()) scope.push(v, Interval(0, 0));
     const std::vector<int> md = c.m_dims();
     scope.push(c.dims[c.n_dim()].reduction_var, Interval(0, m.s.bn - 1));
-    scope.push(c.dims[md[0]].reduction_var, Interval(0, m.bx - 1));
-    if (md.size() > 1) scope.push(c.dims[md[1]].reduction_var, Interval(0, m.by - 1));
+    for (size_t i = 0; i < m.m_tile.size(); i++) {
+        scope.push(c.dims[md[i]].reduction_var, Interval(0, m.m_tile[i] - 1));
+    }
     for (size_t i = 0; i < c.rvars.size(); i++) {
         scope.push(c.rvars[i].name, Interval(0, i == 0 ? kt - 1 : 0));
     }
@@ -214,17 +215,23 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         // prove its global address aligned (the plain generators' aligned=true); a 2-byte copy
         // has no cp.async at all.
         const int vector_width = transposed ? 1 : copy_vector(c, extents[0]);
-        // The rounds of a tensor-core tile's copies stay a loop: unrolled, their addresses held
-        // registers past the model's estimate (with 2-byte copies ptxas gave the 128x128x16
-        // w32x64 S3 GEMM 158 registers unrolled, 127 rolled, for an estimate of 126).
+        // The rounds of 16-byte copies are unrolled: each copy's addresses are then its own
+        // constant offsets from one per-thread base a chunk (the plugin's fp16 GEMM 2048^3: 85
+        // other instructions a chunk rolled, 55 unrolled, for 213 -> 216 registers). Those of a
+        // tensor-core tile's 2-byte copies stay a loop: unrolled, their addresses held
+        // registers past the model's estimate (ptxas gave the 128x128x16 w32x64 S3 GEMM 158
+        // registers unrolled, 127 rolled, for an estimate of 126).
         schedule.staged_copy({w, -1, copies.condition}, copy_order, vector_width, copies.threads_x, s.threads(),
-                             !s.tensor_cores);
+                             !s.tensor_cores || vector_width > 1);
     }
     if (copies.generic || copies.condition.defined()) {
         // Vectors too where the innermost coordinate is not clamped: a clamped one is a gather.
         const std::vector<int> clamped = clamped_dims(c, *o, copies.k_exact);
         const bool inner_clamped = clamped.empty() || clamped[0] == 0;
         const int vector_width = transposed || inner_clamped ? 1 : copy_vector(c, extents[0]);
+        // A tensor-core tile's clamped copies stay a loop: unrolled, each copy's clamps are its
+        // own (the fp16 GEMM's edge kernel: 85 -> 146 other instructions a chunk, 225 -> 244
+        // registers).
         schedule.staged_copy({w}, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, clamped,
@@ -310,9 +317,9 @@ Dim fuse_block_dims(Chain &o, const Contraction &c, const std::set<int> &tiled) 
 using OutputThreads =
     std::function<void(const StageRef &stage, const Dim &n, const Dim &m, const std::vector<Dim> &rows)>;
 
-/** The output in block tiles on GPU blocks: N by bn, the first M dimension by m_tiles[0] and a
- * second one (a convolution's rows, on the SIMT schedule) by m_tiles[1], guarded at the edges,
- * every other dimension fused into one block dimension; in each block `threads` lays out the
+/** The output in block tiles on GPU blocks: N by bn, the first M dimensions by m_tiles (a
+ * convolution's output width, then its rows and images), guarded at the edges, every other
+ * dimension fused into one block dimension; in each block `threads` lays out the
  * threads. When the output accumulates f (out = init; out += f), its init is one kernel and its
  * update, which reads f, the other: both tiled alike. Returns the N block loop. */
 Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, const std::vector<int> &m_tiles,
@@ -326,16 +333,19 @@ Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, c
         o.split({n}, n_o, n_i, bn, TailStrategy::GuardWithIf)
             .split({mx}, mx_o, mx_i, m_tiles[0], TailStrategy::GuardWithIf);
         Dim m_o = mx_o;
-        std::vector<Dim> rows;  // the second M dimension's loop in the block tile
+        std::string m_name = mx;
+        std::vector<Dim> rows;  // the further M dimensions' loops in the block tile
         std::set<int> tiled{c.n_dim(), md[0]};
-        if (m_tiles.size() > 1) {
-            const std::string my = c.dims[md[1]].output_var;
-            const Dim my_o{my + "_o"}, my_i{my + "_i"};
-            o.split({my}, my_o, my_i, m_tiles[1], TailStrategy::GuardWithIf);
-            m_o = {mx + "_" + my + "_o"};
-            o.fuse(mx_o, my_o, m_o);
-            rows.push_back(my_i);
-            tiled.insert(md[1]);
+        for (size_t i = 1; i < m_tiles.size(); i++) {
+            const std::string v = c.dims[md[i]].output_var;
+            const Dim v_o{v + "_o"}, v_i{v + "_i"};
+            o.split({v}, v_o, v_i, m_tiles[i], TailStrategy::GuardWithIf);
+            m_name += "_" + v;
+            const Dim fused{m_name + "_o"};
+            o.fuse(m_o, v_o, fused);
+            m_o = fused;
+            rows.push_back(v_i);
+            tiled.insert(md[i]);
         }
         std::vector<Dim> order{n_i, mx_i};
         order.insert(order.end(), rows.begin(), rows.end());
@@ -347,6 +357,17 @@ Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, c
         threads({out, stage ? 0 : -1, {}}, n_i, mx_i, rows);
     }
     return n_o;
+}
+
+/** The block tile's extent along each of c's dimensions it tiles (by index in c.dims): N and
+ * the M dimensions of m.m_tile. */
+std::map<int, int> block_tile(const Contraction &c, const Mapping &m) {
+    std::map<int, int> tile{{c.n_dim(), m.s.bn}};
+    const std::vector<int> md = c.m_dims();
+    for (size_t i = 0; i < m.m_tile.size(); i++) {
+        tile[md[i]] = m.m_tile[i];
+    }
+    return tile;
 }
 
 /** The accumulators: one block tile in registers, computed at the N block loop `n_o` of the
@@ -397,8 +418,9 @@ Condition direct_copy_condition(const Contraction &c, const Mapping &m, FuncRef 
     };
     const std::vector<int> md = c.m_dims();
     require(c.dims[c.n_dim()].output_dim, m.s.bn);
-    require(c.dims[md[0]].output_dim, m.bx);
-    if (md.size() > 1) require(c.dims[md[1]].output_dim, m.by);
+    for (size_t i = 0; i < m.m_tile.size(); i++) {
+        require(c.dims[md[i]].output_dim, m.m_tile[i]);
+    }
     return cond;
 }
 
@@ -412,16 +434,12 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
 
     Condition k_cond;
     const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
-    std::vector<int> m_tiles{m.bx};
-    if (md.size() > 1) m_tiles.push_back(m.by);
     const Dim n_o = tile_output(
-        schedule, c, out, m.s.bn, m_tiles,
+        schedule, c, out, m.s.bn, m.m_tile,
         [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &rows) {
             schedule.thread_tile(stage, n_loop, m_loop, m.s.tm, m.s.tn, {}, {}, rows, TailStrategy::GuardWithIf);
         });
-    std::map<int, int> tile{{c.n_dim(), m.s.bn}, {md[0], m.bx}};
-    if (md.size() > 1) tile[md[1]] = m.by;
-    place_accumulators(schedule, c, f, out, n_o, tile);
+    place_accumulators(schedule, c, f, out, n_o, block_tile(c, m));
     schedule_init(schedule, c, m, f);
     // The update: the exact branch first (a specialization copies the schedule so far).
     if (chunking.exact) schedule_update(schedule, {f, 0, k_cond}, c, m);
@@ -457,18 +475,37 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     const FuncRef out = funcs.out, f = funcs.f;
     const model::Schedule &s = m.s;
     const std::vector<int> md = c.m_dims();
-    const ContractionDim &n_dim = c.dims[c.n_dim()], &m_dim = c.dims[md[0]];
+
+    // The M tile of a block: along the first M dimension and, for a convolution, its rows and
+    // images (Mapping::m_tile), fused into one M loop (x innermost) for the warp layout. The
+    // accumulators and A's staged tile (one filter tap's pixels) are stored dense along it, so
+    // a 16-row mma tile and its ldmatrix rows step one pixel at a time across the image's rows,
+    // as an implicit GEMM's M does.
+    auto m_loop_of = [&](const StageRef &stage, const Dim &mx, const std::vector<Dim> &rows) {
+        if (rows.empty()) return mx;
+        std::vector<Dim> dims{mx};
+        dims.insert(dims.end(), rows.begin(), rows.end());
+        Chain chain = schedule.stage(stage);
+        const Dim m_loop = fuse_into_one(chain, dims);
+        chain.done();
+        return m_loop;
+    };
+    std::vector<Dim> acc_rows;  // the accumulators' further M dimensions
+    for (size_t i = 1; i < m.m_tile.size(); i++) {
+        acc_rows.push_back({c.dims[md[i]].reduction_var});
+    }
 
     // The output in blocks, and in each block the accumulators' warp layout on the threads, which
     // is what lets each thread read only the accumulators its lane holds.
     const Dim n_o =
-        tile_output(schedule, c, out, s.bn, {s.bm},
-                    [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &) {
-                        schedule.tensor_core_tile(stage, n_loop, m_loop, s.tm, s.tn);
+        tile_output(schedule, c, out, s.bn, m.m_tile,
+                    [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &rows) {
+                        schedule.tensor_core_tile(stage, n_loop, m_loop_of(stage, m_loop, rows), s.tm, s.tn);
                     });
     // The accumulators, in the same warp layout.
-    place_accumulators(schedule, c, f, out, n_o, {{c.n_dim(), s.bn}, {md[0], s.bm}});
-    const Dim x{n_dim.reduction_var}, y{m_dim.reduction_var};
+    place_accumulators(schedule, c, f, out, n_o, block_tile(c, m));
+    const Dim x{c.dims[c.n_dim()].reduction_var};
+    const Dim y = m_loop_of({f, -1}, {c.dims[md[0]].reduction_var}, acc_rows);
     schedule.tensor_core_tile({f, -1}, x, y, s.tm, s.tn);
     // The update: K in chunks of KT (a constant KT divides: tensor_cores_apply()), whose k loop
     // the pass replaces by mma.sync steps, inside the threads; the chunk loop outside them.
@@ -477,6 +514,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
         split_into_chunks(update, c, s.kt);
         update.done();
     }
+    m_loop_of({f, 0}, {c.dims[md[0]].reduction_var}, acc_rows);
     schedule.tensor_core_tile({f, 0}, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
 
     // The staged operands, read directly where the output is a whole number of block tiles
@@ -486,10 +524,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     copies.generic = false;
     copies.threads_x = 32;
     copies.k_exact = true;  // a constant the k tile divides (tensor_cores_apply())
-    copies.condition.terms.push_back(
-        {Condition::Term::Kind::OutputExtentDivides, out, n_dim.output_dim, (int64_t)s.bn});
-    copies.condition.terms.push_back(
-        {Condition::Term::Kind::OutputExtentDivides, out, m_dim.output_dim, (int64_t)s.bm});
+    copies.condition = direct_copy_condition(c, m, out, {});
     schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
     for (const Operand *o : {&c.a, &c.b}) {
         stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);

@@ -52,7 +52,9 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
 
 /** The tensor-core schedule of `c` (16-bit operands, `m.s.tensor_cores`) through the public
  * directives a user would write (docs/tensor-cores.md): the output's and the accumulators' block
- * tiles in the mma.sync warp layout (alcop::schedule_tensor_core_tile), K chunked by KT
+ * tiles in the mma.sync warp layout (alcop::schedule_tensor_core_tile), over one M loop that
+ * fuses the M dimensions of m.m_tile (a convolution's pixels across width, rows and images),
+ * K chunked by KT
  * (assumes a constant extent KT divides: tensor_cores_apply()), the operands staged in shared
  * memory and pipelined with S stages, alcop::tensor_cores on the accumulators, and with R >= 2
  * the mma fragments' register stages (alcop::pipeline(f, R, Level::Register)). */

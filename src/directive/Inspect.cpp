@@ -140,8 +140,11 @@ std::string hazards_report(const Stmt &s) {
         for (const KernelHazards &k : runs) {
             os << " " << k.extent;
         }
-        os << " in dimensions 0 and 1, 3 in the others"
-           << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";
+        os << " in dimensions 0 and 1, 3 in the others";
+        for (const KernelHazards &k : runs) {
+            if (hazard_check_extent(k.extent, 2) == k.extent) os << ", " << k.extent << " in all";
+        }
+        os << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";
         for (const std::string &u : unchecked) {
             os << "  not checked at " << u << "\n";
         }

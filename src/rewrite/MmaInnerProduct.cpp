@@ -191,6 +191,18 @@ private:
         return evaluate(e, values);
     }
 
+    /** The difference of `e` at `values` and `base` at `base_values`, if it is a constant. */
+    std::optional<int64_t> offset_of(const Expr &e, const std::map<std::string, Expr> &values, const Expr &base,
+                                     const std::map<std::string, Expr> &base_values) const {
+        auto with_lets = [&](Expr x) {
+            for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+                x = substitute(it->first, it->second, x);
+            }
+            return x;
+        };
+        return evaluate_lane(substitute(values, with_lets(e)) - substitute(base_values, with_lets(base)), {});
+    }
+
     Stmt visit(const For *op) override {
         if (op->for_type == ForType::GPUThread) {
             threads.push_back(op);
@@ -217,6 +229,45 @@ private:
             }
         }
         return IRMutator::visit(op);
+    }
+
+    /** The stride of A's rows (`a`; else of B's columns) in its shared tile, `measured` at the
+     * first lanes; a user error unless every lane's row (column) in every 16 x 8 tile of the warp
+     * lies where that stride puts it from `base` (the index at lane 0 of the first tile): the
+     * ldmatrix rows are computed that way. A
+     * tile that is not dense along M (N) would be read at the wrong rows: a convolution's
+     * pixels staged with a halo, an index that is not affine in the row. */
+    template<typename AtLane>
+    int64_t check_evenly_spaced(const TensorCoreUse &use, const std::vector<Update> &found, const AtLane &at_lane,
+                                const Expr &base, std::optional<int64_t> measured, bool a) const {
+        const int64_t stride = measured.value_or(0);
+        const char *rows = a ? "rows" : "columns";
+        auto uneven = [&](int64_t row, int lane, std::optional<int64_t> at) {
+            user_error << tensor_cores_call(use.accumulator) << ": the " << rows << " of "
+                       << user_name(a ? use.a : use.b) << " that a warp's mma.sync tiles read are not evenly spaced "
+                       << "in its shared tile: " << (a ? "row " : "column ") << row << " of the warp tile (lane "
+                       << lane << ") is "
+                       << (at ? "element " + std::to_string(*at) + " from the first, where the stride of the first " +
+                                    rows + " (" + std::to_string(stride) + ") puts it at " +
+                                    std::to_string(stride * row) :
+                                std::string("at no constant offset from the first"))
+                       << ". ldmatrix addresses every one by that stride: stage the operand dense along "
+                       << (a ? "M" : "N") << " (a tile without gaps or halo, e.g. a convolution's pixels one filter "
+                       << "tap at a time, bound to the block tile's extents) and read it with an index affine in "
+                       << (a ? "y" : "x") << ".\n";
+        };
+        if (!measured) uneven(1, a ? 4 : 2, std::nullopt);
+        for (const Update &u : found) {
+            // The other operand's tiles read the same rows (columns) again.
+            if (a ? u.i != 0 || u.e != 0 : u.j != 0 || u.h != 0) continue;
+            for (int l = 0; l < 32; l++) {
+                const int64_t row = a ? 16 * u.j + 8 * u.h + l / 4 : 8 * u.i + 2 * (l % 4) + u.e;
+                const std::optional<int64_t> at =
+                    offset_of(a ? u.a->index : u.b->index, at_lane(l), base, at_lane(0));
+                if (at != stride * row) uneven(row, l, at);
+            }
+        }
+        return stride;
     }
 
     Stmt rewrite(const For *loop, const TensorCoreUse &use) {
@@ -263,7 +314,7 @@ private:
         };
         // Which operand is A (depends on the lane through g = lane / 4) and which is B (t = lane % 4).
         for (Update &u : found) {
-            if (value_of(u.a->index, at_lane(0)) != value_of(u.a->index, at_lane(1))) std::swap(u.a, u.b);
+            if (offset_of(u.a->index, at_lane(1), u.a->index, at_lane(0)) != 0) std::swap(u.a, u.b);
         }
         // Which accumulator each update is, from lane 0.
         int64_t x0 = INT64_MAX, y0 = INT64_MAX;
@@ -287,12 +338,19 @@ private:
         const Update &first = *by_position.at({0, 0, 0, 0});
         // Strides of the operands' shared tiles, in elements.
         const Expr &ia = first.a->index, &ib = first.b->index;
-        const int64_t a_k = value_of(ia, at_lane(0, 1)) - value_of(ia, at_lane(0)),
-                      a_m = value_of(ia, at_lane(4)) - value_of(ia, at_lane(0)),
-                      b_k = value_of(ib, at_lane(0, 1)) - value_of(ib, at_lane(0)),
-                      b_n2 = value_of(ib, at_lane(1)) - value_of(ib, at_lane(0));
-        internal_assert(b_n2 % 2 == 0);
-        const int64_t b_n = b_n2 / 2;
+        // (Differences: an index may hold terms of the output's position that only cancel there.)
+        auto step = [&](const Expr &index, int lane, int64_t kk) {
+            return offset_of(index, at_lane(lane, kk), index, at_lane(0));
+        };
+        const std::optional<int64_t> a_k_step = step(ia, 0, 1), b_k_step = step(ib, 0, 1);
+        internal_assert(a_k_step && b_k_step) << "tensor cores: no constant stride along K: " << ia << ", " << ib
+                                              << "\n";
+        const int64_t a_k = *a_k_step, b_k = *b_k_step;
+        const int64_t a_m = check_evenly_spaced(use, found, at_lane, ia, step(ia, 4, 0), true);
+        const std::optional<int64_t> b_n2 = step(ib, 1, 0);
+        internal_assert(!b_n2 || *b_n2 % 2 == 0);
+        const int64_t b_n = check_evenly_spaced(use, found, at_lane, ib, b_n2 ? std::optional<int64_t>(*b_n2 / 2) :
+                                                                                 std::nullopt, false);
         const bool a_trans = a_k != 1, b_trans = b_k != 1;
         internal_assert((a_k == 1 || a_m == 1) && (b_k == 1 || b_n == 1))
             << "tensor cores: operand strides " << a_k << " " << a_m << " " << b_k << " " << b_n << "\n";

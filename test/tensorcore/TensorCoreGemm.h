@@ -24,6 +24,7 @@ struct Gemm {
     bool a_m_major = false;   // A's shared tile stored with m innermost
     bool b_k_major = false;   // B's shared tile stored with k innermost
     bool a_strided = false;   // the inner product reads A_sh(2 k, y)
+    bool a_gapped = false;    // the inner product reads A_sh(k, y + y / 16): a gap after every 16 rows
     bool a_unstaged = false;  // the inner product reads the input A itself
     bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
@@ -67,7 +68,7 @@ struct Gemm {
         RDom r(0, tile_k, 0, guarded ? (K + tile_k - 1) / tile_k : K / tile_k, "r");
         Expr rk = r.y * tile_k + r.x;
         const Type acc = f64_accumulator ? Float(64) : Float(32);
-        Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, y);
+        Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, a_gapped ? y + y / 16 : y);
         prod(x, y) = cast(acc, 0);
         if (scaled) {
             prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk)) * cast(acc, 2);

@@ -141,6 +141,21 @@ TEST(TensorCoreMisuse, AccumulatorsNotInTheFragmentLayout) {
     EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)", "do not match the fragment layout of mma.sync.m16n8k16");
 }
 
+// A's rows of the warp tile not evenly spaced in its shared tile (here a gap after every 16;
+// a convolution's pixel tile staged with its halo is another): ldmatrix addresses every row from
+// the first rows' stride, so the rest would be read from the wrong rows.
+TEST(TensorCoreMisuse, OperandRowsNotEvenlySpaced) {
+    Gemm g;
+    g.a_gapped = true;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)",
+                     "the rows of A_sh that a warp's mma.sync tiles read are not evenly spaced in its shared tile");
+    // Where the output's position is known (mins 0), the gap after row 15 is seen there.
+    g.vector = 8;
+    EXPECT_REJECTION(g.lower(), "alcop::tensor_cores(prod)",
+                     "not evenly spaced in its shared tile: row 16 of the warp tile (lane 0) is element 544 from the "
+                     "first, where the stride of the first rows (32) puts it at 512");
+}
+
 TEST(TensorCoreMisuse, ChunkNotAMultipleOfTheKStep) {
     Gemm g;
     g.tile_k = 8;
