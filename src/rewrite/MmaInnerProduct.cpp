@@ -234,9 +234,9 @@ private:
     /** The stride of A's rows (`a`; else of B's columns) in its shared tile, `measured` at the
      * first lanes; a user error unless every lane's row (column) in every 16 x 8 tile of the warp
      * lies where that stride puts it from `base` (the index at lane 0 of the first tile): the
-     * ldmatrix rows are computed that way. A
-     * tile that is not dense along M (N) would be read at the wrong rows: a convolution's
-     * pixels staged with a halo, an index that is not affine in the row. */
+     * ldmatrix rows are computed that way. A tile that is not dense along M (N) would be read
+     * at the wrong rows: a convolution's pixels staged with a halo, an index that is not affine
+     * in the row. */
     template<typename AtLane>
     int64_t check_evenly_spaced(const TensorCoreUse &use, const std::vector<Update> &found, const AtLane &at_lane,
                                 const Expr &base, std::optional<int64_t> measured, bool a) const {
@@ -262,8 +262,7 @@ private:
             if (a ? u.i != 0 || u.e != 0 : u.j != 0 || u.h != 0) continue;
             for (int l = 0; l < 32; l++) {
                 const int64_t row = a ? 16 * u.j + 8 * u.h + l / 4 : 8 * u.i + 2 * (l % 4) + u.e;
-                const std::optional<int64_t> at =
-                    offset_of(a ? u.a->index : u.b->index, at_lane(l), base, at_lane(0));
+                const std::optional<int64_t> at = offset_of(a ? u.a->index : u.b->index, at_lane(l), base, at_lane(0));
                 if (at != stride * row) uneven(row, l, at);
             }
         }
@@ -343,14 +342,14 @@ private:
             return offset_of(index, at_lane(lane, kk), index, at_lane(0));
         };
         const std::optional<int64_t> a_k_step = step(ia, 0, 1), b_k_step = step(ib, 0, 1);
-        internal_assert(a_k_step && b_k_step) << "tensor cores: no constant stride along K: " << ia << ", " << ib
-                                              << "\n";
+        internal_assert(a_k_step && b_k_step)
+            << "tensor cores: no constant stride along K: " << ia << ", " << ib << "\n";
         const int64_t a_k = *a_k_step, b_k = *b_k_step;
         const int64_t a_m = check_evenly_spaced(use, found, at_lane, ia, step(ia, 4, 0), true);
         const std::optional<int64_t> b_n2 = step(ib, 1, 0);
         internal_assert(!b_n2 || *b_n2 % 2 == 0);
-        const int64_t b_n = check_evenly_spaced(use, found, at_lane, ib, b_n2 ? std::optional<int64_t>(*b_n2 / 2) :
-                                                                                 std::nullopt, false);
+        const int64_t b_n = check_evenly_spaced(use, found, at_lane, ib,
+                                                b_n2 ? std::optional<int64_t>(*b_n2 / 2) : std::nullopt, false);
         const bool a_trans = a_k != 1, b_trans = b_k != 1;
         internal_assert((a_k == 1 || a_m == 1) && (b_k == 1 || b_n == 1))
             << "tensor cores: operand strides " << a_k << " " << a_m << " " << b_k << " " << b_n << "\n";

@@ -13,9 +13,10 @@
  * for each 16 x 8 tile (j, i) binds the lane's four old accumulators and stores the four
  * results of one mma.sync.m16n8k16 into them. Addresses come from the loads of the original
  * update: A's (and B's) index at lane 0 of the (i, j) = (0, 0) update, with K and M (N)
- * strides measured lane by lane, so the rewrite reads the same shared tile the copies wrote
- * (up to the slot offsets the pipeline rewrite adds afterwards). Lane L gives the row of
- * matrix L / 8, row L % 8, of each ldmatrix.x4 (TensorCoreMarkers.h).
+ * strides measured lane by lane (every lane's row of every tile checked against them: a user
+ * error where they are not evenly spaced), so the rewrite reads the same shared tile the
+ * copies wrote (up to the slot offsets the pipeline rewrite adds afterwards). Lane L gives the
+ * row of matrix L / 8, row L % 8, of each ldmatrix.x4 (TensorCoreMarkers.h).
  *
  * With register stages R (alcop::pipeline(P, R, Level::Register) on the accumulator) the
  * ldmatrix results go to R slots of per-thread fragment registers instead: step s loads step
