@@ -183,24 +183,24 @@ private:
         return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
     }
 
-    /** evaluate() with the enclosing lets substituted. */
-    int64_t value_of(Expr e, const std::map<std::string, Expr> &values) const {
+    /** `e` with the enclosing lets substituted. */
+    Expr with_enclosing_lets(Expr e) const {
         for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
             e = substitute(it->first, it->second, e);
         }
-        return evaluate(e, values);
+        return e;
+    }
+
+    /** evaluate() with the enclosing lets substituted. */
+    int64_t value_of(const Expr &e, const std::map<std::string, Expr> &values) const {
+        return evaluate(with_enclosing_lets(e), values);
     }
 
     /** The difference of `e` at `values` and `base` at `base_values`, if it is a constant. */
     std::optional<int64_t> offset_of(const Expr &e, const std::map<std::string, Expr> &values, const Expr &base,
                                      const std::map<std::string, Expr> &base_values) const {
-        auto with_lets = [&](Expr x) {
-            for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
-                x = substitute(it->first, it->second, x);
-            }
-            return x;
-        };
-        return evaluate_lane(substitute(values, with_lets(e)) - substitute(base_values, with_lets(base)), {});
+        return evaluate_lane(
+            substitute(values, with_enclosing_lets(e)) - substitute(base_values, with_enclosing_lets(base)), {});
     }
 
     Stmt visit(const For *op) override {
