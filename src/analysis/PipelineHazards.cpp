@@ -711,7 +711,7 @@ std::vector<KernelHazards> find_pipeline_hazards(const Stmt &s, int64_t extent,
 }
 
 int64_t hazard_check_extent(int64_t extent, int dim) {
-    return dim < 2 || extent % whole_tile_extent == 0 ? extent : 3;
+    return dim < 2 || extent % whole_tile_extent == 0 ? extent : other_dimensions_extent;
 }
 
 const std::vector<int64_t> &hazard_check_extents() {

@@ -74,12 +74,14 @@ std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s
 
 /** A multiple of every tile up to 128: at a multiple of it every kernel's tiles are whole. */
 constexpr int64_t whole_tile_extent = 128;
+/** The extent of the dimensions past the first two at other extents (hazard_check_extent). */
+constexpr int64_t other_dimensions_extent = 3;
 
 /** The extent of dimension `dim` of each buffer in a run at `extent`: `extent` in dimensions 0
- * and 1 (a matrix's, a tensor's channels and columns), 3 in the others (batches, rows of
- * images, filter taps: a convolution's reduction stays a few tiles long), except at a multiple
- * of whole_tile_extent, which every dimension gets, so that the branch of a specialization on
- * whole tiles runs where a convolution's pixel tiles span several rows. */
+ * and 1 (a matrix's, a tensor's channels and columns), other_dimensions_extent in the others
+ * (batches, rows of images, filter taps: a convolution's reduction stays a few tiles long),
+ * except at a multiple of whole_tile_extent, which every dimension gets, so that the branch of
+ * a specialization on whole tiles runs where a convolution's pixel tiles span several rows. */
 int64_t hazard_check_extent(int64_t extent, int dim);
 
 /** The extents the report checks each kernel at: a tail in every dimension with several K tiles,

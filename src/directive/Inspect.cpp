@@ -136,14 +136,14 @@ std::string hazards_report(const Stmt &s) {
             truncated = std::max(truncated, k.truncated_loops);
             if (!k.checked) unchecked.push_back("extent " + std::to_string(k.extent) + ": " + k.reason);
         }
+        // The runs at extents the first two dimensions alone take, then those every one takes.
+        std::string partial, whole;
+        for (const KernelHazards &k : runs) {
+            (hazard_check_extent(k.extent, 2) == k.extent ? whole : partial) += " " + std::to_string(k.extent);
+        }
         os << "kernel " << kernel << ": hazards: " << hazards << " (block 0, buffers of extent";
-        for (const KernelHazards &k : runs) {
-            os << " " << k.extent;
-        }
-        os << " in dimensions 0 and 1, 3 in the others";
-        for (const KernelHazards &k : runs) {
-            if (hazard_check_extent(k.extent, 2) == k.extent) os << ", " << k.extent << " in all";
-        }
+        if (!partial.empty()) os << partial << " in dimensions 0 and 1, " << other_dimensions_extent << " in the others";
+        if (!whole.empty()) os << (partial.empty() ? "" : ", and") << whole << " in every dimension";
         os << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";
         for (const std::string &u : unchecked) {
             os << "  not checked at " << u << "\n";
