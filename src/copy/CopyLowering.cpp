@@ -596,6 +596,7 @@ public:
             result.after_compute = IfThenElse::make(in_range, split.split(copy, false));
             result.registers.push_back({registers, stores[0]->value.type().element_of(), split.register_count()});
         }
+        result.in_place = split.async_copies + split.staged_copies < (int)stores.size();
         return result;
     }
 

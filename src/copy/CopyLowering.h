@@ -52,6 +52,10 @@ struct IssuedCopy {
         int elements;
     };
     std::vector<Registers> registers;
+    /** Some store of the copy stays a plain store in the compute's place: neither a cp.async
+     * nor staged through `registers` (a copy with a loop inside, a copy into a tile that is
+     * not 16-byte vectors on a synchronous kind). */
+    bool in_place = false;
 };
 
 /** `body` inside a per-thread register array `name` of `elements` values of type `t`, freed at

@@ -86,6 +86,12 @@ constexpr int kUnpipelinedLoopOverheadInstructions = 49;
 // holds it within 15% of the report for the benchmark's kernels.
 constexpr double kTensorCorePipelinedChunkOverhead = 25;
 constexpr double kTensorCoreOverheadPerLdmatrix = 3.5;
+// A loop of two stages whose copies are cp.async is expanded by its slots (two chunks a trip,
+// rewrite/ExpandSlots.h): every slot, copy and row address is a constant offset, and what is
+// left a chunk is the copies' global addresses and the loop's count. Fitted on 2026-12-06 to
+// the main-loop report of the plugin's 128x128x32 w64x64 S2 GEMM (16 ldmatrix a chunk): 43
+// other instructions, 2 commits and 2 waits a trip, 23.5 a chunk (87 rolled).
+constexpr double kTensorCoreExpandedChunkOverhead = 23.5;
 
 // An implicit-GEMM convolution gathers A (im2col): each chunk takes its filter tap and channel
 // chunk from the chunk index (two divisions), and each of A's copies its own address and the
@@ -221,7 +227,8 @@ void simt_terms(const Schedule &s, const GpuSpec &gpu, bool async, int barriers,
 // The per-warp terms of one iteration of the tensor-core kernel (docs/model.md §6b): per
 // 16-wide k step, ldmatrix.x4 of the warp's A rows and B columns, then one mma.sync per 16 x 8
 // tile of the warp tile. `mma_flops` is the SM's mma.sync rate for the operands' type.
-void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, int barriers, Iteration &it) {
+void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, int barriers, bool expanded,
+                       Iteration &it) {
     const int schedulers = gpu.schedulers_per_sm;
     const double steps = double(s.kt) / kMmaK;
     const int tiles = s.mma_tiles_per_warp(), ldmatrix = s.ldmatrix_per_k_step();
@@ -234,8 +241,9 @@ void tensor_core_terms(const Schedule &s, const GpuSpec &gpu, double mma_flops, 
     // wavefronts; the stage's copies store its bytes, shared out over the warps.
     it.smem_per_warp = steps * ldmatrix * kLdmatrixWavefronts + s.bytes_per_stage() / (kSmemBytesPerCycle * it.warps);
     // Issue: the mma.sync and ldmatrix, one 16-byte cp.async per 8 halves, the loop overhead.
-    const double overhead = (s.smem_stages >= 2 ? kTensorCorePipelinedChunkOverhead : 0) +
-                            kTensorCoreOverheadPerLdmatrix * steps * ldmatrix;
+    const double overhead = expanded ? kTensorCoreExpandedChunkOverhead :
+                                       (s.smem_stages >= 2 ? kTensorCorePipelinedChunkOverhead : 0) +
+                                           kTensorCoreOverheadPerLdmatrix * steps * ldmatrix;
     it.issue_per_warp = steps * (tiles + ldmatrix) + s.copy_vectors_per_thread_per_stage() + overhead + barriers;
     it.chain = steps * tensor_core_step_cycles(s, gpu, mma_flops);
     // C: each lane's accumulators as pairs (8-byte stores).
@@ -706,7 +714,9 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     it.warps = warps;
     const int barriers = barriers_per_iteration(s.smem_stages);
     if (s.tensor_cores) {
-        tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, it);
+        // Expanded where ExpandSlots.h expands: two stages of cp.async, more than one trip of two.
+        const bool expanded = async && s.smem_stages == 2 && it.e > 2;
+        tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, expanded, it);
     } else {
         simt_terms(s, gpu, async, barriers, it);
     }

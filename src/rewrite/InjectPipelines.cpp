@@ -6,6 +6,7 @@
 #include "copy/CopyLowering.h"
 #include "plan/PipelinePlan.h"
 #include "plan/ResourceLimits.h"
+#include "rewrite/ExpandSlots.h"
 #include "rewrite/PipelineFragments.h"
 
 #include <numeric>
@@ -65,6 +66,7 @@ class InjectPipelines : public IRMutator {
     const PipelineAnalysis &analysis;
     const Options &options;
     const testing::Hooks &hooks;
+    const std::set<std::string> &tensor_core_operands;
 
     // Per pipelined loop: its analysis and plan; per allocation: its kernel plan and how the
     // kernel copies.
@@ -176,6 +178,7 @@ class InjectPipelines : public IRMutator {
         int in_flight;                                 ///< what the waits leave outstanding
         std::map<std::string, Stmt> producer;          ///< each buffer's copy into its slot, in terms of k
         std::vector<IssuedCopy::Registers> registers;  ///< what the copies stage through
+        bool prefetch_in_place = false;                ///< some prefetch stores in place (IssuedCopy::in_place)
     };
 
     /** The rewrite of one streaming loop, phase by phase. */
@@ -221,6 +224,7 @@ class InjectPipelines : public IRMutator {
             before.push_back(c.before_compute);
             after.push_back(c.after_compute);
             r.registers.insert(r.registers.end(), c.registers.begin(), c.registers.end());
+            r.prefetch_in_place = r.prefetch_in_place || (c.in_place && !in_prologue);
         }
         before.push_back(copies->commit());
     }
@@ -300,10 +304,17 @@ class InjectPipelines : public IRMutator {
         if (!register_prologue.defined()) {
             steady.insert(steady.end(), publish.begin(), publish.end());
         }
+        std::vector<int> stages;
+        bool streams_operands = false;
         for (const BufferPlan &b : r.plan.buffers) {
             addresses.erase(b.func);
+            stages.push_back(b.stages);
+            streams_operands = streams_operands || tensor_core_operands.count(b.func);
         }
-        return For::make(r.op->name, r.op->min, r.op->extent, r.op->for_type, r.op->device_api, sequence(steady));
+        // Expanded by its slots at the end of the rewrite (ExpandSlots.h), where that pays.
+        return mark_for_expansion(
+            For::make(r.op->name, r.op->min, r.op->extent, r.op->for_type, r.op->device_api, sequence(steady)),
+            expanded_copies(stages, streams_operands, r.prefetch_in_place, r.op->extent));
     }
 
     /** Epilogue: nothing may stay in flight past the loop, and every thread must be done with
@@ -455,8 +466,9 @@ public:
     }
 
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
-                    const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks)
-        : analysis(analysis), options(options), hooks(hooks) {
+                    const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks,
+                    const std::set<std::string> &tensor_core_operands)
+        : analysis(analysis), options(options), hooks(hooks), tensor_core_operands(tensor_core_operands) {
         for (const FragmentLoop &l : fragments) {
             if (l.one_step.defined()) {
                 one_step_bodies[l.one_step.get()] = &l;
@@ -497,7 +509,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
         }
     }
     check_resource_limits(analysis, plans, fragments, options);
-    InjectPipelines inject(analysis, plans, fragments, options, hooks);
+    InjectPipelines inject(analysis, plans, fragments, options, hooks, swizzled);
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();
     return result;

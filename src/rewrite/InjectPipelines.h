@@ -41,6 +41,9 @@
  * just before the loads of tile k + 1's first fragments, and its register prologue follows the
  * shared one.
  *
+ * A steady state that streams tensor-core operands is marked for expansion by its slots,
+ * which the last step of the rewrite performs (ExpandSlots.h).
+ *
  * A prologue that prefetches more than 15 tiles ahead is a loop over its steps rather than
  * unrolled. Before building anything, the kernel's shared memory and each fragment loop's
  * register slots are checked against Options::shared_memory_limit and register_limit.

@@ -8,6 +8,7 @@
 #include "plan/AutoPipeline.h"
 #include "plan/ResourceLimits.h"
 #include "rewrite/CompactRegisters.h"
+#include "rewrite/ExpandSlots.h"
 #include "rewrite/InjectPipelines.h"
 #include "rewrite/MmaInnerProduct.h"
 #include "rewrite/SwizzleOperands.h"
@@ -97,7 +98,9 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // each kernel's register estimate is checked on (plan/ResourceLimits.h), then the launch
     // bounds marked on the kernels they ask for. The operands' tiles are swizzled right after
     // the rewrite that builds the ldmatrix rows (it measures the tiles' strides on unswizzled
-    // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h).
+    // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h);
+    // last, the steady states the pipeline rewrite marked are expanded by their slots
+    // (rewrite/ExpandSlots.h), which folds the slot terms the passes before it add and read.
     // (With the test hook that emulates the markers, any GPU target.)
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
@@ -137,7 +140,8 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
     Stmt result = inject_pipelines(recover_global_alignment(s), pipelines, options, hooks, operands, &aligned_slots);
     std::vector<OperandRows> operand_rows;
     result = rewrite_inner_products(result, uses, &operand_rows, register_stages);
-    return swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);
+    result = swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);
+    return expand_slots(result);
 }
 
 std::map<std::string, PipelineRequest> collect_requests(const std::vector<Function> &outputs) {

@@ -35,8 +35,9 @@ std::map<std::string, int> collect_launch_bounds(const std::vector<Halide::Inter
 
 /** The pipelines of `s` (both levels) for `requests`, the tensor-core rewrite of the inner
  * products of `uses`, and the swizzle of their operands' shared tiles, whose slots the plan
- * aligned for it when they are pipelined: what LowerPipelines runs before shrinking the
- * register tiles. Appends the swizzled tiles to `swizzled` when given. */
+ * aligned for it when they are pipelined, then the expansion of the steady states that stream
+ * those tiles (ExpandSlots.h): what LowerPipelines runs before shrinking the register tiles.
+ * Appends the swizzled tiles to `swizzled` when given. */
 Halide::Internal::Stmt pipelines_and_tensor_cores(const Halide::Internal::Stmt &s,
                                                   const std::map<std::string, PipelineRequest> &requests,
                                                   const std::vector<TensorCoreUse> &uses, const Options &options,

@@ -168,12 +168,17 @@ class EmulatedAsync : public CopyLowering {
         return IfThenElse::make(in_range, Poison().mutate(copy));
     }
 
-    /** The pipelined loop of `pipelined`, the last loop of its top-level sequence. */
+    /** The pipelined loop of `pipelined`, the last loop of its top-level sequence (under the
+     * lets around it: the mark of a loop to expand, rewrite/ExpandSlots.h). */
     static const For *pipelined_loop(const Stmt &pipelined) {
         const For *loop = nullptr;
         for (Stmt s = pipelined; s.defined();) {
             const Block *b = s.as<Block>();
-            if (const For *f = (b ? b->first : s).as<For>()) loop = f;
+            Stmt first = b ? b->first : s;
+            while (const LetStmt *l = first.as<LetStmt>()) {
+                first = l->body;
+            }
+            if (const For *f = first.as<For>()) loop = f;
             s = b ? b->rest : Stmt();
         }
         internal_assert(loop) << "alcop: no loop in the emulated pipeline\n";

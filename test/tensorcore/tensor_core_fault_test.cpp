@@ -20,6 +20,8 @@
 #include "tcf_bf16_r1_missing_war_barrier_staged.h"
 #include "tcf_bf16_r1_slot_off_by_one.h"
 #include "tcf_bf16_r1_staged.h"
+#include "tcf_bf16_r1_s2.h"
+#include "tcf_bf16_r1_s2_slot_off_by_one.h"
 #include "tcf_bf16_r1_wait_one_group_short.h"
 #include "tcf_bf16_r2.h"
 #include "tcf_bf16_r2_drop_wait.h"
@@ -72,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(TensorCoreFaults, Clean,
                          ::testing::Values(Variant{"f16_r1", tcf_f16_r1, f16}, Variant{"f16_r2", tcf_f16_r2, f16},
                                            Variant{"bf16_r1", tcf_bf16_r1, bf16}, Variant{"bf16_r2", tcf_bf16_r2, bf16},
                                            Variant{"bf16_r1_staged", tcf_bf16_r1_staged, bf16},
-                                           Variant{"f16_r2_staged", tcf_f16_r2_staged, f16}),
+                                           Variant{"f16_r2_staged", tcf_f16_r2_staged, f16},
+                                           Variant{"bf16_r1_s2", tcf_bf16_r1_s2, bf16}),
                          variant_name);
 
 class Broken : public ::testing::TestWithParam<Variant> {};
@@ -100,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"f16_r2_fragment_before_barrier", tcf_f16_r2_fragment_before_barrier, f16},
                       Variant{"bf16_r2_fragment_before_barrier", tcf_bf16_r2_fragment_before_barrier, bf16},
                       Variant{"bf16_r1_missing_war_barrier_staged", tcf_bf16_r1_missing_war_barrier_staged, bf16},
-                      Variant{"f16_r2_missing_war_barrier_staged", tcf_f16_r2_missing_war_barrier_staged, f16}),
+                      Variant{"f16_r2_missing_war_barrier_staged", tcf_f16_r2_missing_war_barrier_staged, f16},
+                      Variant{"bf16_r1_s2_slot_off_by_one", tcf_bf16_r1_s2_slot_off_by_one, bf16}),
     variant_name);
 
 }  // namespace

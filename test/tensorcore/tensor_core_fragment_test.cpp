@@ -520,6 +520,84 @@ TEST(TensorCoreBankConflicts, PipelinedSlotsAreConflictFree) {
     });
 }
 
+/** The steady states of `s` as ExpandSlots.h leaves them: per loop expanded by its slots
+ * (`<k>.slots`), the copies of its body (lets of k) and the slot terms (`% S` of k) left in
+ * them; and the slot terms in the loops over an expanded k itself (the iterations left). */
+struct SteadyStates {
+    struct Expanded {
+        std::string k;
+        int copies = 0, slot_terms = 0;
+    };
+    std::vector<Expanded> expanded;
+    int rolled_slot_terms = 0;
+};
+
+SteadyStates steady_states(const Stmt &s) {
+    class Find : public IRVisitor {
+        using IRVisitor::visit;
+        const std::string suffix = ".slots";
+        std::vector<std::string> group_vars, ks;  // the group loops and the k loops around the node
+
+        void visit(const For *op) override {
+            const bool group = op->name.size() > suffix.size() &&
+                               op->name.compare(op->name.size() - suffix.size(), suffix.size(), suffix) == 0;
+            if (group) {
+                found.expanded.push_back({op->name.substr(0, op->name.size() - suffix.size())});
+                group_vars.push_back(found.expanded.back().k);
+            } else {
+                ks.push_back(op->name);
+            }
+            IRVisitor::visit(op);
+            (group ? group_vars : ks).pop_back();
+        }
+        void visit(const LetStmt *op) override {
+            if (!group_vars.empty() && op->name == group_vars.back()) found.expanded.back().copies++;
+            IRVisitor::visit(op);
+        }
+        void visit(const Mod *op) override {
+            for (const std::string &k : group_vars) {
+                if (expr_uses_var(op, k)) found.expanded.back().slot_terms++;
+            }
+            for (const std::string &k : ks) {
+                for (const SteadyStates::Expanded &e : found.expanded) {
+                    if (k == e.k && expr_uses_var(op, k)) found.rolled_slot_terms++;
+                }
+            }
+            IRVisitor::visit(op);
+        }
+
+    public:
+        SteadyStates found;
+    } find;
+    s.accept(&find);
+    return find.found;
+}
+
+// Two stages of cp.async: the steady state runs in pairs of iterations (ExpandSlots.h), each
+// copy addressing its slots by constants, and the iterations left (an odd count of K tiles) in
+// the loop as it was, slots and all. Three stages, or copies in place (synchronous), stay rolled.
+TEST(TensorCoreFragments, TwoStagesOfAsyncCopiesExpandBySlots) {
+    for (int register_stages : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << "register stages " << register_stages);
+        tc_test::Gemm g;
+        g.stages = 2;
+        g.vector = 8;
+        g.register_stages = register_stages;
+        const SteadyStates two = steady_states(rewritten(g, alcop::CopyKind::Async));
+        ASSERT_EQ(two.expanded.size(), 1u);
+        EXPECT_EQ(two.expanded[0].copies, 2);
+        EXPECT_EQ(two.expanded[0].slot_terms, 0) << "a slot of an expanded copy is not a constant";
+        EXPECT_GT(two.rolled_slot_terms, 0) << "no loop for the iterations left";
+    }
+    tc_test::Gemm three;
+    three.stages = 3;
+    three.vector = 8;
+    EXPECT_TRUE(steady_states(rewritten(three, alcop::CopyKind::Async)).expanded.empty());
+    tc_test::Gemm in_place;
+    in_place.stages = 2;
+    EXPECT_TRUE(steady_states(rewritten(in_place, alcop::CopyKind::Synchronous)).expanded.empty());
+}
+
 TEST(TensorCoreFragments, VectorCopiesIntoSwizzledTiles) {
     tc_test::Gemm g;
     g.vector = 8;

@@ -16,6 +16,7 @@
 #include "tcg_conv_bf16_s2_stride2.h"
 #include "tcg_conv_f16_s3_pad1.h"
 #include "tcg_gemm_bf16_s1_k16.h"
+#include "tcg_gemm_bf16_s2_r2.h"
 #include "tcg_gemm_f16_s2_b1_w32x16.h"
 #include "tcg_gemm_f16_s3.h"
 
@@ -41,6 +42,11 @@ TEST(TensorCoreGeneratorNumbers, GemmBF16OneStageK16) {
 }
 TEST(TensorCoreGeneratorNumbers, GemmF16TwoStagesBUnpipelinedTallWarps) {
     check_matmul(tcg_gemm_f16_s2_b1_w32x16, f16, gemm_shapes);
+}
+// Two stages and two register stages: the steady state runs two chunks a trip
+// (rewrite/ExpandSlots.h), the fragments of the next chunk loaded from the other copy's slot.
+TEST(TensorCoreGeneratorNumbers, GemmBF16TwoStagesTwoRegisterStages) {
+    check_matmul(tcg_gemm_bf16_s2_r2, bf16, gemm_shapes);
 }
 TEST(TensorCoreGeneratorNumbers, BmmBF16ThreeStages) {
     check_matmul(tcg_bmm_bf16_s3, bf16, bmm_shapes);
