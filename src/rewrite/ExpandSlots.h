@@ -25,16 +25,17 @@
  *
  * Which loops (expanded_copies): those that stream a tensor-core operand, with two stages, and
  * none of whose prefetches (the copies inside the loop) stores in place: each is a cp.async
- * or staged through registers (IssuedCopy::in_place; the prologue's may store in place). A tensor-core body is short (one mma.sync is 4096 multiply-adds), so
- * the slot arithmetic is a large share of it; a SIMT body is many times longer and keeps one
- * copy. Past two stages, or with copies in place (the edge kernels' clamped 2-byte gathers),
- * LLVM hoists each copy's slot addresses out of the loop as registers of their own (ptxas
- * 13, sm_80): the generators' fp16 GEMM (three stages) went 240 -> 255 registers and their
- * convolution spilled at sm_90; the plugin's fp16 GEMM's edge kernel 225 -> 255. A loop of
- * one group at most (a constant extent up to P) stays too: it would run each copy once, and
- * LLVM makes it straight-line code, the kernel's whole body, which has no main loop to report
- * (the plugin's batched matmul of K = 64 in 2 chunks). (The register level unrolls its
- * fragment slots the same way: PipelineFragments.h.)
+ * or staged through registers (IssuedCopy::in_place; the prologue's may store in place). A
+ * tensor-core body is short (one mma.sync is 4096 multiply-adds), so the slot arithmetic is a
+ * large share of it; a SIMT body is many times longer and keeps one copy. Past two stages,
+ * or with copies in place (the edge kernels' clamped 2-byte gathers), LLVM hoists each copy's
+ * slot addresses out of the loop as registers of their own (ptxas 13, sm_80): the
+ * generators' fp16 GEMM (three stages) went 240 -> 255 registers and their convolution
+ * spilled at sm_90; the plugin's fp16 GEMM's edge kernel 225 -> 255. A loop of one group at
+ * most (a constant extent up to P) stays too: it would run each copy once, and LLVM makes it
+ * straight-line code, the kernel's whole body, which has no main loop to report (the
+ * plugin's batched matmul of K = 64 in 2 chunks). (The register level unrolls its fragment
+ * slots the same way: PipelineFragments.h.)
  *
  * InjectPipelines marks the loops to expand (mark_for_expansion), so that the passes between
  * see the rolled loop; expand_slots expands them and drops the marks.
