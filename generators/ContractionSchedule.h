@@ -36,33 +36,19 @@ struct ContractionTiles {
     int block_m, block_n, thread_m, thread_n, vector_width;
 };
 
-/** out tiled in block_m x block_n tiles (y by x, guarded at the edges), the tiles and
- * `extra_blocks` (batch dimensions, fused into one: GPUs have three block dimensions) the GPU
- * blocks. */
-inline void tile_blocks(Halide::Func out, Halide::Var x, Halide::Var y, Halide::Var xo, Halide::Var yo, Halide::Var xi,
-                        Halide::Var yi, int block_m, int block_n, const std::vector<Halide::Var> &extra_blocks) {
-    using namespace Halide;
-    out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf);
-    if (extra_blocks.empty()) {
-        out.gpu_blocks(xo, yo);
-        return;
-    }
-    Var batch = extra_blocks[0];
-    for (size_t i = 1; i < extra_blocks.size(); i++) {
-        Var fused(batch.name() + "_" + extra_blocks[i].name());
-        out.fuse(batch, extra_blocks[i], fused);
-        batch = fused;
-    }
-    out.gpu_blocks(xo, yo, batch);
-}
-
-/** The accumulators of one block tile, in registers, computed per block (at out's xo). */
-inline Halide::Func &store_block_accumulators(Halide::Func &prod, Halide::Func out, Halide::Var xo, Halide::Var x,
-                                              Halide::Var y, int block_m, int block_n) {
-    return prod.compute_at(out, xo)
-        .store_in(Halide::MemoryType::Register)
-        .bound_extent(x, block_n)
-        .bound_extent(y, block_m);
+/** out in block_m x block_n tiles on GPU blocks, `extra_blocks` (batch dimensions) fused into
+ * a third (alcop::schedule_block_tile), and prod's accumulators of one block tile (one batch
+ * element) in registers, computed per block (alcop::store_block_accumulators): the same calls
+ * the autoscheduler's steps make. Returns the block tile's loops of x and y, which the threads
+ * are laid out over. */
+inline std::pair<Halide::Var, Halide::Var> tile_blocks(Halide::Func out, Halide::Func prod, Halide::Var x,
+                                                       Halide::Var y, int block_m, int block_n,
+                                                       const std::vector<Halide::Var> &extra_blocks) {
+    std::vector<std::pair<Halide::Var, int>> tile{{x, block_n}, {y, block_m}};
+    for (const Halide::Var &b : extra_blocks) tile.emplace_back(b, 1);
+    alcop::schedule_block_tile(out, x, y, block_m, block_n, {}, extra_blocks);
+    alcop::store_block_accumulators(prod, out, Halide::Var(x.name() + "_o"), tile);
+    return {Halide::Var(x.name() + "_i"), Halide::Var(y.name() + "_i")};
 }
 
 /** The shared tiles of one chunk (computed at prod's `streaming` loop), copied by all
@@ -103,13 +89,10 @@ inline void schedule_contraction(Halide::Func out, Halide::Func prod, Halide::Fu
                                  bool b_k_major = false) {
     using namespace Halide;
     const int threads_x = t.block_n / t.thread_n, threads = threads_x * (t.block_m / t.thread_m);
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-
-    tile_blocks(out, x, y, xo, yo, xi, yi, t.block_m, t.block_n, extra_blocks);
-    alcop::schedule_thread_tile(out, xi, yi, t.thread_m, t.thread_n, {}, {}, {}, TailStrategy::GuardWithIf);
 
     // The accumulators live in registers, one thread_m x thread_n tile per thread.
-    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n);
+    const auto [xi, yi] = tile_blocks(out, prod, x, y, t.block_m, t.block_n, extra_blocks);
+    alcop::schedule_thread_tile(out, xi, yi, t.thread_m, t.thread_n, {}, {}, {}, TailStrategy::GuardWithIf);
     alcop::schedule_thread_tile(prod, x, y, t.thread_m, t.thread_n);
     Stage update = prod.update();
     alcop::schedule_thread_tile(update, x, y, t.thread_m, t.thread_n, within_chunk, {streaming});
@@ -300,11 +283,9 @@ inline void schedule_tensor_core_contraction(Halide::Func out, Halide::Func prod
     using namespace Halide;
     constexpr int warp_size = 32;
     const int threads = warp_size * (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
 
-    tile_blocks(out, x, y, xo, yo, xi, yi, t.block_m, t.block_n, extra_blocks);
+    const auto [xi, yi] = tile_blocks(out, prod, x, y, t.block_m, t.block_n, extra_blocks);
     alcop::schedule_tensor_core_tile(out, xi, yi, t.warp_m, t.warp_n);
-    store_block_accumulators(prod, out, xo, x, y, t.block_m, t.block_n);
     alcop::schedule_tensor_core_tile(prod, x, y, t.warp_m, t.warp_n);
     alcop::schedule_tensor_core_tile(prod.update(), x, y, t.warp_m, t.warp_n, within_chunk, {streaming});
 

@@ -59,16 +59,17 @@ private:
 };
 
 // The same GEMM with the schedule helpers the project's generators and autoscheduler use
-// (alcop/Directive.h): a 64 x 64 tile per block of 16 x 16 threads, each thread a 4 x 4 register
-// tile (alcop::schedule_thread_tile), the chunks' tiles (of 8) copied by all 256 threads in
-// vectors of 4 floats (alcop::schedule_staged_copy) and pipelined 3 deep.
+// (alcop/Directive.h): a 64 x 64 tile per block (alcop::schedule_block_tile, its accumulators in
+// registers) of 16 x 16 threads, each thread a 4 x 4 register tile (alcop::schedule_thread_tile),
+// the chunks' tiles (of 8) copied by all 256 threads in vectors of 4 floats
+// (alcop::schedule_staged_copy) and pipelined 3 deep.
 class TiledGemm : public StagedGemm<TiledGemm, 8> {
 public:
     void schedule() {
-        Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-        out.tile(x, y, xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
-        alcop::schedule_thread_tile(out, xi, yi, thread, thread, {}, {}, {}, TailStrategy::GuardWithIf);
-        prod.compute_at(out, xo).store_in(MemoryType::Register).bound_extent(x, block).bound_extent(y, block);
+        alcop::schedule_block_tile(out, x, y, block, block);  // block loops x_o, y_o; x_i, y_i inside
+        alcop::schedule_thread_tile(out, Var("x_i"), Var("y_i"), thread, thread, {}, {}, {},
+                                    TailStrategy::GuardWithIf);
+        alcop::store_block_accumulators(prod, out, Var("x_o"), {{x, block}, {y, block}});
         alcop::schedule_thread_tile(prod, x, y, thread, thread);
         alcop::schedule_thread_tile(prod.update(), x, y, thread, thread, {r.x}, {r.y});
         prod.update().unroll(r.x);

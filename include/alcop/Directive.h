@@ -60,6 +60,26 @@ Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
  * fragment layout. A later call on the same Func replaces an earlier one. Returns f. */
 Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
 
+/** Tiles `stage` (a contraction's output, or the update of an output that accumulates) into
+ * block tiles, one GPU block each: x (N) by block_n and y (M) by block_m, each split into its
+ * block loop `<v>_o` and its loop inside the tile `<v>_i`, guarded at the edges. Each of `rows`
+ * (further M dimensions of the block tile with their extents in it: a convolution's output
+ * rows and images) is split alike, its block loop fused into y's (`<y>_<row>..._o`); `batches`
+ * (innermost first) are fused into one, named by joining theirs with '_', a third block
+ * dimension. Loop order, innermost first: x_i, y_i, the rows' `_i` loops, then the blocks.
+ * The block's threads are laid out next (schedule_thread_tile, schedule_tensor_core_tile over
+ * x_i and y_i) and its accumulators computed at x_o (store_block_accumulators). Returns the
+ * stage. */
+Halide::Stage schedule_block_tile(Halide::Stage stage, Halide::Var x, Halide::Var y, int block_m, int block_n,
+                                  const std::vector<std::pair<Halide::Var, int>> &rows = {},
+                                  const std::vector<Halide::Var> &batches = {});
+
+/** Computes `acc`, a contraction's accumulators, once per block tile of `output` (at its block
+ * loop `block_loop`, x_o of schedule_block_tile), in registers, each of acc's dimensions named
+ * in `tile` bounded to its extent there (the block tile's; 1 for a batch). Returns acc. */
+Halide::Func store_block_accumulators(Halide::Func acc, Halide::Func output, Halide::Var block_loop,
+                                      const std::vector<std::pair<Halide::Var, int>> &tile);
+
 /** Schedules `stage` (the pure definition or the update of a tensor_cores() accumulator, or the
  * Func that stores it) over an already tiled block tile: splits x (N) and y (M) by the warp
  * tile and by the mma.sync accumulator layout, fuses the lane (t + 4 g) and the warp index, and

@@ -302,61 +302,40 @@ Chunking chunk_reduction(Schedule &schedule, const Contraction &c, const Mapping
     return chunking;
 }
 
-/** Fuses the output's dimensions other than those in `tiled` (batches, further M dimensions)
- * into one, which indexes blocks; an empty Dim where there are none. */
-Dim fuse_block_dims(Chain &o, const Contraction &c, const std::set<int> &tiled) {
-    std::vector<Dim> others;
-    for (size_t i = 0; i < c.dims.size(); i++) {
-        if (!tiled.count((int)i)) others.push_back({c.dims[i].output_var});
-    }
-    return fuse_into_one(o, others);
-}
-
 /** How a block's threads lay out its tile of the output (a stage of it): over the loops of N
  * and the first M dimension, and the rows of a second. */
 using OutputThreads =
     std::function<void(const StageRef &stage, const Dim &n, const Dim &m, const std::vector<Dim> &rows)>;
 
-/** The output in block tiles on GPU blocks: N by bn, the first M dimensions by m_tiles (a
- * convolution's output width, then its rows and images), guarded at the edges, every other
- * dimension fused into one block dimension; in each block `threads` lays out the
- * threads. When the output accumulates f (out = init; out += f), its init is one kernel and its
- * update, which reads f, the other: both tiled alike. Returns the N block loop. */
+/** The output in block tiles on GPU blocks (alcop::schedule_block_tile): N by bn, the first M
+ * dimensions by m_tiles (a convolution's output width, then its rows and images), every other
+ * dimension fused into one block dimension; in each block `threads` lays out the threads. When
+ * the output accumulates f (out = init; out += f), its init is one kernel and its update, which
+ * reads f, the other: both tiled alike. Returns the N block loop. */
 Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, const std::vector<int> &m_tiles,
                 const OutputThreads &threads) {
     const std::vector<int> md = c.m_dims();
-    const int reading_stage = c.output_accumulates ? 1 : 0;
     const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
-    const Dim n_o{n + "_o"}, n_i{n + "_i"}, mx_o{mx + "_o"}, mx_i{mx + "_i"};
-    for (int stage = 0; stage <= reading_stage; stage++) {
-        Chain o = schedule.stage(out, stage ? 0 : -1);
-        o.split({n}, n_o, n_i, bn, TailStrategy::GuardWithIf)
-            .split({mx}, mx_o, mx_i, m_tiles[0], TailStrategy::GuardWithIf);
-        Dim m_o = mx_o;
-        std::string m_name = mx;
-        std::vector<Dim> rows;  // the further M dimensions' loops in the block tile
-        std::set<int> tiled{c.n_dim(), md[0]};
-        for (size_t i = 1; i < m_tiles.size(); i++) {
-            const std::string v = c.dims[md[i]].output_var;
-            const Dim v_o{v + "_o"}, v_i{v + "_i"};
-            o.split({v}, v_o, v_i, m_tiles[i], TailStrategy::GuardWithIf);
-            m_name += "_" + v;
-            const Dim fused{m_name + "_o"};
-            o.fuse(m_o, v_o, fused);
-            m_o = fused;
-            rows.push_back(v_i);
-            tiled.insert(md[i]);
-        }
-        std::vector<Dim> order{n_i, mx_i};
-        order.insert(order.end(), rows.begin(), rows.end());
-        std::vector<Dim> blocks{n_o, m_o};
-        if (const Dim z = fuse_block_dims(o, c, tiled); !z.name.empty()) blocks.push_back(z);
-        order.insert(order.end(), blocks.begin(), blocks.end());
-        o.reorder(order).gpu_blocks(blocks);
-        o.done();
-        threads({out, stage ? 0 : -1, {}}, n_i, mx_i, rows);
+    std::vector<std::pair<Dim, int>> rows;  // the further M dimensions, and their loops in the block tile
+    std::vector<Dim> row_loops;
+    std::set<int> tiled{c.n_dim(), md[0]};
+    for (size_t i = 1; i < m_tiles.size(); i++) {
+        const std::string v = c.dims[md[i]].output_var;
+        rows.push_back({{v}, m_tiles[i]});
+        row_loops.push_back({v + "_i"});
+        tiled.insert(md[i]);
     }
-    return n_o;
+    std::vector<Dim> batches;
+    for (size_t i = 0; i < c.dims.size(); i++) {
+        if (!tiled.count((int)i)) batches.push_back({c.dims[i].output_var});
+    }
+    const int reading_stage = c.output_accumulates ? 1 : 0;
+    for (int stage = 0; stage <= reading_stage; stage++) {
+        const StageRef s{out, stage ? 0 : -1, {}};
+        schedule.block_tile(s, {n}, {mx}, m_tiles[0], bn, rows, batches);
+        threads(s, {n + "_i"}, {mx + "_i"}, row_loops);
+    }
+    return {n + "_o"};
 }
 
 /** The block tile's extent along each of c's dimensions it tiles (by index in c.dims): N and
@@ -371,18 +350,17 @@ std::map<int, int> block_tile(const Contraction &c, const Mapping &m) {
 }
 
 /** The accumulators: one block tile in registers, computed at the N block loop `n_o` of the
- * output, each dimension bounded to its extent in `tile_extents` (by index in c.dims; 1 for
- * the others). (When the output accumulates f, only its update stage has a use of f inside
- * n_o, which is where Halide places f.) */
+ * output (alcop::store_block_accumulators), each dimension bounded to its extent in
+ * `tile_extents` (by index in c.dims; 1 for the others). (When the output accumulates f, only
+ * its update stage has a use of f inside n_o, which is where Halide places f.) */
 void place_accumulators(Schedule &schedule, const Contraction &c, FuncRef f, FuncRef out, const Dim &n_o,
                         const std::map<int, int> &tile_extents) {
-    Chain acc = schedule.func(f);
-    acc.compute_at(out, n_o).new_line().store_in(MemoryType::Register);
+    std::vector<std::pair<Dim, int>> tile;
     for (size_t i = 0; i < c.dims.size(); i++) {
         auto e = tile_extents.find((int)i);
-        acc.bound_extent({c.dims[i].reduction_var}, e == tile_extents.end() ? 1 : e->second);
+        tile.push_back({{c.dims[i].reduction_var}, e == tile_extents.end() ? 1 : e->second});
     }
-    acc.done();
+    schedule.block_accumulators(f, out, n_o, tile);
 }
 
 /** f's initialization: each thread its TN x TM window of the block tile. */

@@ -129,6 +129,21 @@ std::string dims_text(const std::vector<Dim> &dims, Names &names) {
     return s;
 }
 
+/** `{{a, 8}, {b, 1}}`: dimensions with their extents, as a braced list of pairs. */
+std::string extents_text(const std::vector<std::pair<Dim, int>> &extents, Names &names) {
+    std::string s;
+    for (size_t i = 0; i < extents.size(); i++) {
+        s += (i ? ", {" : "{") + names.var(extents[i].first) + ", " + std::to_string(extents[i].second) + "}";
+    }
+    return "{" + s + "}";
+}
+
+std::vector<std::pair<Var, int>> var_extents(const std::vector<std::pair<Dim, int>> &extents) {
+    std::vector<std::pair<Var, int>> v;
+    for (const auto &[d, e] : extents) v.emplace_back(Var(d.name), e);
+    return v;
+}
+
 std::vector<RVar> rvars(const std::vector<Dim> &dims) {
     std::vector<RVar> r;
     for (const Dim &d : dims) r.emplace_back(d.name);
@@ -457,6 +472,24 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, co
     add(std::move(s));
 }
 
+void Schedule::block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
+                          const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches) {
+    Step s = block_layout_step(Step::Kind::BlockTile, std::move(stage), x, y, block_m, block_n, {}, {});
+    s.extents = rows;
+    s.batches = batches;
+    add(std::move(s));
+}
+
+void Schedule::block_accumulators(FuncRef acc, FuncRef output, const Dim &block_loop,
+                                  const std::vector<std::pair<Dim, int>> &tile) {
+    Step s{Step::Kind::BlockAccumulators};
+    s.func = acc;
+    s.at = output;
+    s.x = block_loop;
+    s.extents = tile;
+    add(std::move(s));
+}
+
 void Schedule::tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
                                 const std::vector<Dim> &within_chunk, const std::vector<Dim> &chunks) {
     add(block_layout_step(Step::Kind::TensorCoreTile, std::move(stage), x, y, warp_m, warp_n, within_chunk, chunks));
@@ -571,6 +604,17 @@ void Schedule::add(Step step) {
     case Step::Kind::Clamp:
         alcop::autoscheduler::clamp_to_input_bounds(handle(step.func), step.clamped);
         break;
+    case Step::Kind::BlockTile: {
+        std::vector<Var> batches;
+        for (const Dim &d : step.batches) batches.emplace_back(d.name);
+        alcop::schedule_block_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m, step.tile_n,
+                                   var_extents(step.extents), batches);
+        break;
+    }
+    case Step::Kind::BlockAccumulators:
+        alcop::store_block_accumulators(handle(step.func), handle(step.at), Var(step.x.name),
+                                        var_extents(step.extents));
+        break;
     case Step::Kind::TensorCoreTile:
         alcop::schedule_tensor_core_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m,
                                          step.tile_n, rvars(step.within_chunk), rvars(step.chunks));
@@ -670,6 +714,21 @@ std::string Schedule::source(const std::string &header) const {
             }
             body << ");\n";
             break;
+        case Step::Kind::BlockTile: {
+            std::string text = "alcop::schedule_block_tile(" + stage_text(step.stage, names) + ", ";
+            text += names.var(step.x) + ", ";
+            text += names.var(step.y) + ", " + std::to_string(step.tile_m) + ", " + std::to_string(step.tile_n);
+            if (!step.extents.empty() || !step.batches.empty()) text += ", " + extents_text(step.extents, names);
+            if (!step.batches.empty()) text += ", {" + dims_text(step.batches, names) + "}";
+            body << text << ");\n";
+            break;
+        }
+        case Step::Kind::BlockAccumulators: {
+            const std::string acc = names.func(step.func), at = names.func(step.at);
+            body << "alcop::store_block_accumulators(" << acc << ", " << at << ", " << names.var(step.x) << ", "
+                 << extents_text(step.extents, names) << ");\n";
+            break;
+        }
         case Step::Kind::TensorCoreTile: {
             // Vars in argument order: the order of the declarations follows first use.
             std::string text = "alcop::schedule_tensor_core_tile(" + stage_text(step.stage, names) + ", ";

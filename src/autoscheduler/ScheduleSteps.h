@@ -119,6 +119,10 @@ struct Step {
         Pipeline,  ///< alcop::pipeline(func, value[, alcop::Level::Register])
         Clamp,     ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
         Enable,    ///< alcop::enable(pipeline, target)
+        /// alcop::schedule_block_tile(stage, x, y, block_m, block_n[, {{row, extent}...}[, {batch...}]])
+        BlockTile,
+        /// alcop::store_block_accumulators(func, at, x, {{dim, extent}...})
+        BlockAccumulators,
         /// alcop::schedule_tensor_core_tile(stage, x, y, warp_m, warp_n, {within...}, {chunks...})
         TensorCoreTile,
         /// alcop::schedule_thread_tile(stage, x, y, thread_m, thread_n[, {within...}, {chunks...}[, {rows...}[,
@@ -146,13 +150,19 @@ struct Step {
     int value = 0;  ///< Pipeline: the stages
     bool register_level = false;
     std::vector<int> clamped;  ///< Clamp: the dimensions clamped (all when empty)
-    // TensorCoreTile and ThreadTile (on `stage`), TensorCores (on `func`): the warp's or the
-    // thread's tile; the block tile's N and M dimensions (ThreadTile: and further M dimensions
-    // fused into the thread rows, and the splits' tail); the reduction loops inside a chunk and
-    // the chunk loops
+    // BlockTile, TensorCoreTile and ThreadTile (on `stage`), TensorCores (on `func`): the block's,
+    // the warp's or the thread's tile; the block tile's N and M dimensions (ThreadTile: and
+    // further M dimensions fused into the thread rows, and the splits' tail); the reduction
+    // loops inside a chunk and the chunk loops
     int tile_m = 0, tile_n = 0;
     Dim x, y;
     std::vector<Dim> rows;
+    // BlockTile: further M dimensions and their extents in the block tile, and the batch
+    // dimensions fused into one block dimension. BlockAccumulators (on `func`, computed at
+    // `at`'s loop x): each dimension bounded to its extent.
+    std::vector<std::pair<Dim, int>> extents;
+    std::vector<Dim> batches;
+    FuncRef at;
     Halide::TailStrategy tail = Halide::TailStrategy::Auto;
     std::vector<Dim> within_chunk, chunks;
     // StagedCopy (on `stage`): the loops dealt out to the threads, innermost first, and how
@@ -237,6 +247,12 @@ public:
 
     void pipeline(FuncRef f, int stages, bool register_level = false);
     void clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, const std::string &comment);
+    /** alcop::schedule_block_tile on `stage` (the output's pure definition or update). */
+    void block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
+                    const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches);
+    /** alcop::store_block_accumulators(acc, output, block_loop, tile). */
+    void block_accumulators(FuncRef acc, FuncRef output, const Dim &block_loop,
+                            const std::vector<std::pair<Dim, int>> &tile);
     /** alcop::schedule_tensor_core_tile on `stage` (a Func's pure definition or its update). */
     void tensor_core_tile(StageRef stage, const Dim &x, const Dim &y, int warp_m, int warp_n,
                           const std::vector<Dim> &within_chunk = {}, const std::vector<Dim> &chunks = {});

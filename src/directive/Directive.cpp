@@ -108,6 +108,54 @@ std::optional<TensorCoreRequest> requested_tensor_cores(const Function &f) {
     return r;
 }
 
+Halide::Stage schedule_block_tile(Halide::Stage stage, Var x, Var y, int block_m, int block_n,
+                                  const std::vector<std::pair<Var, int>> &rows, const std::vector<Var> &batches) {
+    bool positive = block_m > 0 && block_n > 0;
+    for (const auto &row : rows) positive = positive && row.second > 0;
+    user_assert(positive) << "alcop::schedule_block_tile(" << user_name(stage.name()) << ", " << block_m << ", "
+                          << block_n << "): a block tile needs positive extents, its rows' too.\n";
+    // Guarded, not rounded up: the edge blocks compute whole tiles (their accumulators and
+    // staged tiles keep one size) but store only inside the output.
+    Var xo(x.name() + "_o"), xi(x.name() + "_i"), yo(y.name() + "_o"), yi(y.name() + "_i");
+    stage.split(x, xo, xi, block_n, TailStrategy::GuardWithIf).split(y, yo, yi, block_m, TailStrategy::GuardWithIf);
+    std::vector<VarOrRVar> order{xi, yi};
+    std::string m_name = y.name();
+    for (const auto &[row, extent] : rows) {
+        Var ro(row.name() + "_o"), ri(row.name() + "_i");
+        stage.split(row, ro, ri, extent, TailStrategy::GuardWithIf);
+        m_name += "_" + row.name();
+        Var fused(m_name + "_o");
+        stage.fuse(yo, ro, fused);
+        yo = fused;
+        order.push_back(ri);
+    }
+    std::vector<VarOrRVar> blocks{xo, yo};
+    if (!batches.empty()) {  // a GPU has three block dimensions
+        Var batch = batches[0];
+        for (size_t i = 1; i < batches.size(); i++) {
+            Var fused(batch.name() + "_" + batches[i].name());
+            stage.fuse(batch, batches[i], fused);
+            batch = fused;
+        }
+        blocks.push_back(batch);
+    }
+    order.insert(order.end(), blocks.begin(), blocks.end());
+    stage.reorder(order);
+    if (blocks.size() == 2) {
+        stage.gpu_blocks(blocks[0], blocks[1]);
+    } else {
+        stage.gpu_blocks(blocks[0], blocks[1], blocks[2]);
+    }
+    return stage;
+}
+
+Halide::Func store_block_accumulators(Halide::Func acc, Halide::Func output, Var block_loop,
+                                      const std::vector<std::pair<Var, int>> &tile) {
+    acc.compute_at(output, block_loop).store_in(MemoryType::Register);
+    for (const auto &[v, extent] : tile) acc.bound_extent(v, extent);
+    return acc;
+}
+
 Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Var x, Var y, int warp_m, int warp_n,
                                         const std::vector<RVar> &within_chunk, const std::vector<RVar> &chunks) {
     user_assert(warp_m > 0 && warp_n > 0 && warp_m % 16 == 0 && warp_n % 16 == 0)

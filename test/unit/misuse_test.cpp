@@ -158,6 +158,19 @@ TEST(Misuse, ThreadTileOfNoExtent) {
                      "a thread's register tile needs positive extents");
 }
 
+TEST(Misuse, BlockTileOfNoExtent) {
+    const DirectiveError e = directive_error("block_tiled", [](Func f) {
+        alcop::schedule_block_tile(f, f.args()[0], f.args()[0], /*block_m=*/64, /*block_n=*/0);
+    });
+    EXPECT_REJECTION(e.message, "alcop::schedule_block_tile(" + alcop::user_name(e.func) + ", 64, 0)",
+                     "a block tile needs positive extents");
+    const DirectiveError row = directive_error("row_tiled", [](Func f) {
+        alcop::schedule_block_tile(f, f.args()[0], f.args()[0], 64, 64, {{f.args()[0], 0}});
+    });
+    EXPECT_REJECTION(row.message, "alcop::schedule_block_tile(" + alcop::user_name(row.func) + ", 64, 64)",
+                     "a block tile needs positive extents, its rows' too");
+}
+
 TEST(Misuse, ReadAfterTheLoop) {
     Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
     EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
