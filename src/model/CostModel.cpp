@@ -92,6 +92,8 @@ constexpr double kTensorCoreOverheadPerLdmatrix = 3.5;
 // the main-loop report of the plugin's 128x128x32 w64x64 S2 GEMM (16 ldmatrix a chunk): 43
 // other instructions, 2 commits and 2 waits a trip, 23.5 a chunk (87 rolled).
 constexpr double kTensorCoreExpandedChunkOverhead = 23.5;
+// The most chunks a trip of an expanded loop runs (why not three: rewrite/ExpandSlots.h).
+constexpr int kMaxExpandedChunks = 2;
 
 // An implicit-GEMM convolution gathers A (im2col): each chunk takes its filter tap and channel
 // chunk from the chunk index (two divisions), and each of A's copies its own address and the
@@ -542,6 +544,13 @@ const char *to_string(RuntimeLimits limits) {
     return limits == RuntimeLimits::OptIn ? "opt-in maximum" : "Halide runtime default";
 }
 
+int expanded_chunks(int period, bool streams_tensor_core_operands, bool prefetch_in_place,
+                    std::optional<int64_t> trips) {
+    const bool one_group = trips && *trips <= period;
+    const bool expands = streams_tensor_core_operands && !prefetch_in_place && period <= kMaxExpandedChunks;
+    return expands && !one_group ? period : 1;
+}
+
 double mma_flops_per_clk(Element element, const GpuSpec &gpu) {
     return element == Element::BF16 ? gpu.mma_bf16_flops_per_clk_per_sm : gpu.mma_f16_flops_per_clk_per_sm;
 }
@@ -714,8 +723,9 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     it.warps = warps;
     const int barriers = barriers_per_iteration(s.smem_stages);
     if (s.tensor_cores) {
-        // Expanded where ExpandSlots.h expands: two stages of cp.async, more than one trip of two.
-        const bool expanded = async && s.smem_stages == 2 && it.e > 2;
+        // The whole-tile kernels' copies of tensor-core tiles are cp.async (or staged through
+        // registers), never in place.
+        const bool expanded = expanded_chunks(s.smem_stages, true, false, it.e) > 1;
         tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, expanded, it);
     } else {
         simt_terms(s, gpu, async, barriers, it);

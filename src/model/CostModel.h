@@ -41,6 +41,7 @@
 #include "model/GpuSpec.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace alcop {
@@ -229,6 +230,14 @@ constexpr int kAddressAndLoopRegisters = 27;
  * stages), a few registers per accumulator and the address registers. docs/model.md explains
  * each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
+
+/** How many chunks one trip of a pipelined steady state runs once its slots are expanded
+ * (rewrite/ExpandSlots.h; 1: it stays rolled): `period`, the lcm of its buffers' stage counts,
+ * where the loop streams a tensor-core operand's tile, none of its prefetches stores in place,
+ * the period is at most two, and it runs more than one group of `period` chunks (`trips`: its
+ * trip count where that is a constant). The rewrite expands by it and the model counts it. */
+int expanded_chunks(int period, bool streams_tensor_core_operands, bool prefetch_in_place,
+                    std::optional<int64_t> trips);
 
 /** The SM's mma.sync FLOPs per clock for operands of `element` (F16 or BF16). */
 double mma_flops_per_clk(Element element, const GpuSpec &gpu);

@@ -1,6 +1,7 @@
 #include "rewrite/ExpandSlots.h"
 
 #include "Error.h"
+#include "model/CostModel.h"
 
 #include <numeric>
 #include <string>
@@ -11,9 +12,6 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 namespace {
-
-/** The most copies of a steady state (see the header: past two, registers). */
-constexpr int max_copies = 2;
 
 /** The suffix of the mark's name, after the loop's. */
 const std::string mark_suffix = ".expand_slots";
@@ -60,25 +58,38 @@ bool is_mark(const LetStmt *op) {
 class ExpandSlots : public IRMutator {
     using IRMutator::visit;
 
-    /** The marked loop's name and copies, inside its mark. */
+    /** The marked loop's name and copies, inside its mark; whether it was found. */
     std::string loop;
     int copies = 1;
+    bool found = false;
 
     Stmt visit(const LetStmt *op) override {
         if (!is_mark(op)) return IRMutator::visit(op);
         const std::string outer_loop = loop;
         const int outer_copies = copies;
+        const bool outer_found = found;
         loop = op->name.substr(0, op->name.size() - mark_suffix.size());
         copies = (int)*as_const_int(op->value);
+        found = false;
         Stmt body = mutate(op->body);
+        internal_assert(found) << "The loop " << loop << " marked for expansion is not under its mark.\n";
         loop = outer_loop;
         copies = outer_copies;
+        found = outer_found;
         return body;
     }
 
     Stmt visit(const For *op) override {
         if (op->name != loop || op->for_type != ForType::Serial) return IRMutator::visit(op);
-        return expand(op, copies);
+        // Marks inside the body first (none today: a steady state holds no other), which see
+        // their own loops only.
+        const std::string marked = loop;
+        loop.clear();
+        const Stmt body = mutate(op->body);
+        loop = marked;
+        found = true;
+        const Stmt with_body = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, body);
+        return expand(with_body.as<For>(), copies);
     }
 };
 
@@ -91,8 +102,8 @@ int expanded_copies(const std::vector<int> &stages, bool streams_tensor_core_ope
         period = std::lcm(period, s);
     }
     const int64_t *trips = as_const_int(extent);
-    const bool one_group = trips && *trips <= period;
-    return streams_tensor_core_operands && !prefetch_in_place && period <= max_copies && !one_group ? period : 1;
+    return model::expanded_chunks(period, streams_tensor_core_operands, prefetch_in_place,
+                                  trips ? std::optional<int64_t>(*trips) : std::nullopt);
 }
 
 Stmt mark_for_expansion(const Stmt &loop, int copies) {

@@ -23,9 +23,10 @@
  * positions in their operands) stays as it was, so each copy computes what the rolled body
  * computed at the same k.
  *
- * Which loops (expanded_copies): those that stream a tensor-core operand, with two stages, and
- * none of whose prefetches (the copies inside the loop) stores in place: each is a cp.async
- * or staged through registers (IssuedCopy::in_place; the prologue's may store in place). A
+ * Which loops (expanded_copies, by model::expanded_chunks, the rule the cost model counts
+ * with): those that stream a tensor-core operand, with two stages, and none of whose
+ * prefetches (the copies inside the loop) stores in place: each is a cp.async or staged
+ * through registers (IssuedCopy::in_place; the prologue's may store in place). A
  * tensor-core body is short (one mma.sync is 4096 multiply-adds), so the slot arithmetic is a
  * large share of it; a SIMT body is many times longer and keeps one copy. Past two stages,
  * or with copies in place (the edge kernels' clamped 2-byte gathers), LLVM hoists each copy's
