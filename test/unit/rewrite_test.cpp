@@ -5,6 +5,7 @@
 #include "EmulatedAsyncCopies.h"
 #include "SyntheticIR.h"
 #include "copy/CopyLowering.h"
+#include "rewrite/ExpandSlots.h"
 #include "rewrite/LowerPipelines.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,34 @@ TEST(Rewrite, TwoPipelinedLoopsInOneKernel) {
 // the code of the waits, from those registers, with one ring entry per commit point (two
 // prologue steps and the loop's step at 3 stages), after a NaN poison of every slot (one
 // poisoned copy per commit point, before anything is delivered). No marker is left for codegen.
+// ExpandSlots.h: a marked loop runs in groups of its copies, each copy's slots constants, and
+// the marks are gone; a mark inside a marked loop's body is expanded too. A mark with no loop of
+// its name under it is an internal error, never a loop silently left rolled.
+TEST(Rewrite, ExpandSlotsExpandsEveryMarkedLoop) {
+    auto marked = [](const std::string &k, Stmt inner) {
+        Stmt body = store("S_" + k, var(k) % 2, load("in", var(k)));
+        if (inner.defined()) body = Block::make(body, inner);
+        return alcop::mark_for_expansion(For::make(k, 0, 10, ForType::Serial, DeviceAPI::None, body), 2);
+    };
+    std::ostringstream text;
+    text << alcop::expand_slots(marked("ko", marked("ki", Stmt())));
+    const std::string ir = text.str();
+    EXPECT_EQ(ir.find(".expand_slots"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("for (ko.slots, 0, 5)"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("for (ki.slots, 0, 5)"), std::string::npos) << ir;
+    for (const std::string &slot : {"S_ko[0]", "S_ko[1]", "S_ki[0]", "S_ki[1]"}) {
+        EXPECT_NE(ir.find(slot), std::string::npos) << slot << " in\n" << ir;
+    }
+
+    const Stmt lost = alcop::mark_for_expansion(For::make("ko", 0, 10, ForType::Serial, DeviceAPI::None,
+                                                          store("S", var("ko") % 2, 0.0f)),
+                                                2);
+    const Stmt renamed = LetStmt::make(lost.as<LetStmt>()->name, lost.as<LetStmt>()->value,
+                                       For::make("kk", 0, 10, ForType::Serial, DeviceAPI::None,
+                                                 store("S", var("kk") % 2, 0.0f)));
+    EXPECT_THROW(alcop::expand_slots(renamed), Halide::InternalError);
+}
+
 TEST(Rewrite, EmulatedAsyncWritesSlotsOnlyAtWaits) {
     Stmt s = kernel(streaming_loop(Block::make({copy_tile(), barrier(), use_tile(), barrier()})));
     Stmt result = alcop::inject_pipelines(s, {{"P", {3, alcop::Level::Shared}}}, alcop::Options(), emulated());
