@@ -37,10 +37,11 @@ struct ContractionTiles {
 };
 
 /** out in block_m x block_n tiles on GPU blocks, `extra_blocks` (batch dimensions) fused into
- * a third (alcop::schedule_block_tile), and prod's accumulators of one block tile (one batch
- * element) in registers, computed per block (alcop::store_block_accumulators): the same calls
- * the autoscheduler's steps make. Returns the block tile's loops of x and y, which the threads
- * are laid out over. */
+ * a third (alcop::schedule_block_tile), and prod's accumulators of one block tile in registers,
+ * computed per block (alcop::store_block_accumulators): the same calls the autoscheduler's
+ * steps make. One batch element per block: with two batch dimensions fused into one block
+ * index, Halide cannot see that by itself. Returns the block tile's loops of x and y, which
+ * the threads are laid out over. */
 inline std::pair<Halide::Var, Halide::Var> tile_blocks(Halide::Func out, Halide::Func prod, Halide::Var x,
                                                        Halide::Var y, int block_m, int block_n,
                                                        const std::vector<Halide::Var> &extra_blocks) {

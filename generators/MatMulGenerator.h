@@ -194,11 +194,6 @@ public:
         const std::vector<Var> extra_blocks = batch_vars();
         this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r.x, r.y, shape,
                                       stages_b > 0 ? (int)stages_b : shape.stages, b_k_major);
-        // One batch element per block: with two batch dimensions fused into one block index,
-        // Halide cannot see that by itself.
-        for (const Var &v : extra_blocks) {
-            prod.bound_extent(v, 1);
-        }
         if (min_blocks_per_sm > 0) {
             alcop::min_blocks_per_sm(out, min_blocks_per_sm);
         }
