@@ -12,6 +12,10 @@
 //
 // (with b_k_major, B(k, n[, b]): an N x K row-major B, contiguous along K).
 //
+// With split_k > 1 the reduction's chunks are split into that many parts, each part's sums a
+// block tile of the contraction's kernel (the part one more block dimension), and a second
+// kernel adds the parts and computes the epilogue.
+//
 // The epilogue is fused into the kernel, computed in fp32 from the accumulators each thread
 // holds, as a linear layer's: epilogue(p) = out_type(activation(p + bias(n)) + residual(n, m[, b])),
 // each part optional (add_bias, activation, add_residual; by default out = p in fp32). bias and
@@ -95,6 +99,11 @@ public:
     // bmm: its batch dimensions, 1 or 2 (e.g. attention's heads and sequences), all in one launch.
     GeneratorParam<int> batch_dims{"batch_dims", 1, 1, 2};
 
+    // Split-K: the chunks of the reduction in this many parts, each part's sum a block tile of a
+    // kernel of its own (one GPU block dimension more), which a second kernel adds up, with the
+    // epilogue. For outputs of too few block tiles to fill the GPU and a long K (1: none).
+    GeneratorParam<int> split_k{"split_k", 1, 1, 64};
+
     OperandInput A{"A"};  // typed by `type`, dimensioned by batch_dims (configure())
     OperandInput B{"B"};
     Halide::GeneratorOutput<Halide::Buffer<>> out{"out"};  // typed by out_type
@@ -107,6 +116,16 @@ public:
     void configure() {
         this->set_operand_types(A, B);
         _halide_user_assert(Batched || batch_dims == 1) << "The gemm generator has no batch_dims (bmm has).\n";
+        _halide_user_assert(batch_dims == 1 || batch_dims == 2)
+            << "The bmm generator: batch_dims (" << (int)batch_dims << ") must be 1 or 2.\n";
+        _halide_user_assert(split_k >= 1) << "The " << generator_name() << " generator: split_k (" << (int)split_k
+                                          << ") must be at least 1 (1: the reduction in one part).\n";
+        // Three dimensions fused into one block index (two batches and the part): CompactRegisters
+        // does not find each thread's window of the accumulators there, which then go to memory.
+        _halide_user_assert(split_k == 1 || batch_dims == 1)
+            << "The bmm generator: split_k (" << (int)split_k << ") with batch_dims=2 is not supported: the "
+            << "accumulators would not stay in registers. Use batch_dims=1 (fuse the batches in the inputs) or "
+            << "split_k=1.\n";
         const int dims = Batched ? 2 + batch_dims : 2;
         A.set_dimensions(dims);
         B.set_dimensions(dims);
@@ -150,12 +169,19 @@ public:
             b_vars.push_back(v);
             out_vars.push_back(v);
         }
-        whole_tiles = K % kt == 0 && M % bm == 0 && N % bn == 0;
+        // The chunks of the reduction, in split_k parts of `per_part` chunks: past K (the last
+        // part's tail) the tiles read zeros, as the last chunk's tail does.
+        // (per_part is ceil(chunks / split_k) written as one division: Halide's bounds of the
+        // tiles then name one Expr for it, and a tile's place in its slots is a constant.)
+        const Expr chunks = (K + kt - 1) / kt, per_part = (K + kt * split_k - 1) / (kt * split_k);
+        // (One term on K: the simplifier folds the copies' guards in the branch it holds, where
+        // K % kt == 0 && chunks % split_k == 0 would leave the second rewritten and unfolded.)
+        whole_tiles = K % (kt * split_k) == 0 && M % bm == 0 && N % bn == 0;
         A_shared(a_vars) = select(this->guard(k < K && m < M, whole_tiles), A(a_args), Halide::cast(t, 0));
         B_shared(b_vars) = select(this->guard(k < K && n < N, whole_tiles), B(b_args), Halide::cast(t, 0));
 
-        r = RDom(0, kt, 0, (K + kt - 1) / kt, "r");
-        Expr rk = r.y * kt + r.x;
+        r = split_k > 1 ? RDom(0, kt, 0, per_part, 0, split_k, "r") : RDom(0, kt, 0, chunks, "r");
+        Expr rk = split_k > 1 ? r.z * (per_part * kt) + r.y * kt + r.x : r.y * kt + r.x;
         std::vector<Expr> a_use{rk, y}, b_use{x, rk};
         for (Var v : batch) {
             a_use.push_back(v);
@@ -192,12 +218,34 @@ public:
     void schedule() {
         const ContractionShape shape = this->resolved_shape(stages_b);
         const std::vector<Var> extra_blocks = batch_vars();
-        this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r.x, r.y, shape,
-                                      stages_b > 0 ? (int)stages_b : shape.stages, b_k_major);
-        if (min_blocks_per_sm > 0) {
-            alcop::min_blocks_per_sm(out, min_blocks_per_sm);
+        const int b_stages = stages_b > 0 ? (int)stages_b : shape.stages;
+        Func contraction = out;  // the Func whose kernel runs the contraction's block tiles
+        if (split_k > 1) {
+            // prod = the sum over the parts r.z of parts(x, y, ..., part), each part's own
+            // reduction over its chunks: a contraction with `part` as one more batch dimension,
+            // whose block tiles `partials` stores. out's kernel adds the parts, one thread an
+            // element.
+            Var part("part");
+            Func parts = prod.update().rfactor(r.z, part);
+            Func partials = parts.in(prod);
+            partials.compute_root();
+            std::vector<Var> blocks = extra_blocks;
+            blocks.push_back(part);
+            this->schedule_contraction_of(partials, parts, A_shared, B_shared, x, y, blocks, r.x, r.y, shape,
+                                          b_stages, b_k_major);
+            // 8 x 32 elements a block, a thread each: a warp reads 32 consecutive partials of a row.
+            alcop::schedule_block_tile(out, x, y, 8, 32, {}, extra_blocks);
+            Halide::Stage(out).gpu_threads(Var("x_i"), Var("y_i"));
+            prod.compute_at(out, Var("x_i"));
+            contraction = partials;
+        } else {
+            this->schedule_contraction_of(out, prod, A_shared, B_shared, x, y, extra_blocks, r.x, r.y, shape,
+                                          b_stages, b_k_major);
         }
-        this->specialize_whole_tiles(out, whole_tiles);
+        if (min_blocks_per_sm > 0) {
+            alcop::min_blocks_per_sm(contraction, min_blocks_per_sm);
+        }
+        this->specialize_whole_tiles(contraction, whole_tiles);
         alcop::Options options;
         options.copies = copies;
         options.shared_memory_limit = shared_memory_limit;
@@ -228,8 +276,9 @@ protected:
 
     Var k{"k"}, m{"m"}, n{"n"}, x{"x"}, y{"y"}, b{"b"}, b2{"b2"};
     Halide::Func A_shared{"A_shared"}, B_shared{"B_shared"}, prod{"prod"};
-    Expr whole_tiles;  // K a multiple of tile_k, M and N of the block tile
-    RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined
+    Expr whole_tiles;  // K a multiple of tile_k (times split_k), M and N of the block tile
+    RDom r;  // r.x: within a chunk (ki), r.y: the chunk (ko), the loop that is pipelined; r.z: the
+             // part, with split_k
 };
 
 }  // namespace alcop_generators

@@ -35,6 +35,8 @@
 #include "bmm_s2_r2.h"
 #include "gemm_s1_r2_slot_off_by_one.h"
 #include "gemm_s2_r2_fragment_before_barrier.h"
+#include "gemm_s3_split3.h"
+#include "bmm_s2_r2_split2.h"
 
 #include <gtest/gtest.h>
 
@@ -102,6 +104,9 @@ const Variant variants[] = {
     {"gemm_t8_s3_r2", gemm_t8_s3_r2, false},
     // The fp32 defaults under the opt-in: 128x128x16, 8 x 8 a thread, S4 R2.
     {"gemm_optin", gemm_optin, false},
+    // Split-K (split_k=3, 2): each part's sums a block tile of their own, added by a second kernel.
+    {"gemm_s3_split3", gemm_s3_split3, false},
+    {"bmm_s2_r2_split2", bmm_s2_r2_split2, true},
 };
 
 // Tile sizes of the generators' defaults: 64 x 64 blocks, tile_k = 8.

@@ -475,6 +475,32 @@ std::vector<Case> benchmark_cases() {
     return cases;
 }
 
+// Split-K (gemm split_k=3): each part's sums are a block tile of the contraction's kernels,
+// which keep the unsplit GEMM's main loop, instruction for instruction, conflict-free; a third
+// kernel adds the parts (no loop of work). The numbers: opencl_test's gemm_s3_split3 and
+// bmm_s2_r2_split2.
+TEST(SplitK, KeepsTheContractionsMainLoop) {
+    const Kernels whole = build("gemm", {{"type", "f16"}}, false, false);
+    const Kernels split = build("gemm", {{"type", "f16"}, {"split_k", "3"}}, false, false);
+    const std::vector<MainLoopReport> w = alcop::main_loops(whole.ptx), s = alcop::main_loops(split.ptx);
+    ASSERT_EQ(w.size(), 2u);
+    ASSERT_EQ(s.size(), 3u);
+    for (size_t i = 0; i < w.size(); i++) {
+        std::cout << alcop::to_string(s[i]) << "\n";
+        EXPECT_TRUE(s[i].found && s[i].tensor_cores) << s[i].kernel;
+        EXPECT_EQ(s[i].work, w[i].work) << s[i].kernel;
+        EXPECT_EQ(s[i].instructions, w[i].instructions)
+            << alcop::to_string(s[i]) << "\nunsplit: " << alcop::to_string(w[i]);
+    }
+    EXPECT_FALSE(s[2].found) << alcop::to_string(s[2]);
+    ASSERT_EQ(split.banks.size(), 3u);
+    for (const alcop::KernelBankConflicts &b : split.banks) {
+        EXPECT_EQ(b.conflicts(), 0) << b.kernel;
+        EXPECT_EQ(b.unanalyzed, 0) << b.kernel;
+    }
+    EXPECT_EQ(kernel_source::count(split.ptx, "ld.local") + kernel_source::count(split.ptx, "st.local"), 0);
+}
+
 TEST(BenchmarkKernels, EachHasItsFigures) {
     const std::vector<Case> cases = benchmark_cases();
     EXPECT_GE(cases.size(), 20u) << "read from " << ALCOP_BENCH_CUDA_KERNELS;

@@ -278,6 +278,13 @@ TEST(TensorCoreGenerators, TilesTheInstructionCannotServeAreUserErrors) {
     EXPECT_NE(error_of("gemm", sm80, {{"type", "f16"}, {"warp_m", "32"}, {"warp_n", "32"}, {"register_stages", "3"}})
                   .find("do not divide"),
               std::string::npos);
+    // Split-K in no part, or over two batch dimensions (MatMulGenerator.h).
+    EXPECT_NE(error_of("gemm", sm80, {{"type", "f16"}, {"split_k", "0"}}).find("split_k (0) must be at least 1"),
+              std::string::npos);
+    EXPECT_NE(error_of("bmm", sm80, {{"type", "f16"}, {"batch_dims", "2"}, {"split_k", "2"}})
+                  .find("split_k (2) with batch_dims=2 is not supported"),
+              std::string::npos);
+    EXPECT_NE(error_of("bmm", sm80, {{"batch_dims", "5"}}).find("batch_dims (5) must be 1 or 2"), std::string::npos);
 }
 
 // The defaults' 3 stages of 16 KB fit the 48 KB a block gets without the shared-memory opt-in;
