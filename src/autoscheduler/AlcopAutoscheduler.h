@@ -3,18 +3,19 @@
 
 /** \file
  * The Alcop autoscheduler: schedules a contraction pipeline (Contraction.h) as the tiled,
- * shared-memory-staged, software-pipelined GPU kernel that generators/MatMulGenerator.cpp
- * writes by hand, choosing the tiles and stages with the analytical model (model/Search.h).
+ * shared-memory-staged, software-pipelined GPU kernel that generators/ContractionSchedule.h
+ * writes by hand (with the same schedule helpers, alcop/Directive.h), choosing the tiles and stages with the analytical model (model/Search.h).
  * libautoschedule_alcop.so registers it with Halide under the name "Alcop".
  *
  * What it applies, for a recognized contraction `out = f = sum(a * b)` and the best-ranked
  * candidate (BM, BN, KT, TM, TN, S, R) it can express, whose k tile divides the estimated K and
  * whose block tile divides the estimated output (relaxed in that order when none does):
- *  - out: BN x BM tiles on GPU blocks (BM = bx * by over the first two M dimensions, further
- *    dimensions one block each), TN x TM register tiles on threads, guarded tails: any size.
+ *  - out: BN x BM tiles on GPU blocks (alcop::schedule_block_tile; BM = bx * by over the
+ *    first two M dimensions, further dimensions one block each), TN x TM register tiles on
+ *    threads, guarded tails: any size.
  *    An output that accumulates itself is first split by out.update(0).rfactor({}) into
  *    `out = init; out += f` with f the whole reduction, and both stages of out are tiled;
- *  - f: computed per block in registers (store_in(MemoryType::Register), bound_extent to the
+ *  - f: computed per block in registers (alcop::store_block_accumulators, bounded to the
  *    block tile), its pure and update stages on the same threads;
  *  - a and b: staged per chunk in GPU shared memory through Func::in() wrappers copied by all
  *    threads, then alcop::pipeline(wrapper, S) on both and alcop::enable(pipeline, target);
