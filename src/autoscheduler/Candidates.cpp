@@ -19,33 +19,13 @@ int64_t chunk_count(const Contraction &c, int kt) {
     return chunks;
 }
 
+bool shifts_edge_blocks(const Contraction &c, const model::Schedule &s) {
+    return s.tensor_cores && !c.output_accumulates;
+}
+
 bool tensor_core_register_stages_apply(const model::Schedule &s) {
     return s.reg_stages <= 1 || (s.smem_stages > 1 && (s.kt / 16) % s.reg_stages == 0);
 }
-
-namespace {
-
-/** A BM-row M tile as factors along `extents[d...]` (each a power of two; the first a multiple
- * of `step`): the widest first factor, then second, ..., that tile the extents exactly
- * (`exact`), or else the widest that fit, the last dimension taking the rest. */
-std::optional<std::vector<int>> m_tile_factors(int bm, int step, const std::vector<int64_t> &extents, size_t d,
-                                               bool exact) {
-    if (d + 1 == extents.size()) {
-        if (bm % step || (exact && extents[d] % bm)) return std::nullopt;
-        return std::vector<int>{bm};
-    }
-    for (int f = bm; f >= step; f /= 2) {
-        if (f % step || bm % f) continue;
-        if (exact ? extents[d] % f != 0 : f > extents[d] && f != step) continue;
-        if (std::optional<std::vector<int>> rest = m_tile_factors(bm / f, 1, extents, d + 1, exact)) {
-            rest->insert(rest->begin(), f);
-            return rest;
-        }
-    }
-    return std::nullopt;
-}
-
-}  // namespace
 
 std::string m_tile_text(const Mapping &m) {
     std::ostringstream os;
@@ -74,20 +54,14 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     const std::vector<int> md = c.m_dims();
     // The SIMT schedule tiles two M dimensions (the thread tile's TM along the first); the
     // tensor-core schedule fuses the tiled ones into one M loop, which any factors serve.
-    const size_t tiled = s.tensor_cores ? md.size() : std::min<size_t>(md.size(), 2);
-    std::vector<int64_t> extents;
-    for (size_t i = 0; i < tiled; i++) {
-        extents.push_back(c.dims[md[i]].extent);
-    }
-    const int step = s.tensor_cores ? 1 : s.tm;
-    std::optional<std::vector<int>> tile = m_tile_factors(s.bm, step, extents, 0, true);
-    if (!tile) tile = m_tile_factors(s.bm, step, extents, 0, false);
-    if (!tile) return std::nullopt;
-    m.m_tile = *tile;
+    m.m_tile = model::m_tile_shape(s, c.problem.m_extents);
+    if (m.m_tile.empty()) return std::nullopt;
     const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
+    const bool shifted = shifts_edge_blocks(c, s);
     m.divisible = n % s.bn == 0;
-    for (size_t i = 0; i < tiled; i++) {
-        m.divisible = m.divisible && extents[i] % m.m_tile[i] == 0;
+    for (size_t i = 0; i < m.m_tile.size(); i++) {
+        const int64_t e = c.dims[md[i]].extent;
+        m.divisible = m.divisible && (shifted ? e >= m.m_tile[i] : e % m.m_tile[i] == 0);
     }
     m.k_divisible = k % s.kt == 0;
     // The tensor-core reduction is chunked by the k tile: K is a constant it divides

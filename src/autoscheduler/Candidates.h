@@ -33,7 +33,10 @@ struct Mapping {
      * register tile runs along the width), with tensor cores its images too (the warp layout
      * takes them fused into one M loop). Further M dimensions index blocks. */
     std::vector<int> m_tile;
-    bool divisible = false;  ///< the estimated output is a whole number of block tiles
+    /** The estimated output runs the kernel of whole tiles: it is a whole number of block tiles
+     * or, where the edge blocks along M shift inwards (shifts_edge_blocks), a whole number along
+     * N and at least one along each M dimension. */
+    bool divisible = false;
     bool k_divisible = false;
 };
 
@@ -47,6 +50,16 @@ bool guard_free(const Contraction &c, const model::Schedule &s);
 /** The chunks the pipeline runs over: the k tile's chunks of the first reduction variable
  * (at its estimated extent) times the extents of the others, which the chunk loop fuses. */
 int64_t chunk_count(const Contraction &c, int kt);
+
+/** Whether the edge blocks along M of `s` on `c` shift inwards over their neighbours
+ * (alcop::schedule_block_tile with TailStrategy::ShiftInwards), so that every output at least
+ * one block tile large along M (and whole tiles along N) runs the kernel of whole tiles: with
+ * tensor cores, whose other kernel
+ * gathers 2-byte elements at clamped coordinates (the plugin's 8x14x14 convolution: 64-row
+ * tiles of 8 x 8 pixels, predicted twice as fast as the 16 rows that tile 14 x 14 x 8 exactly),
+ * where the output's stage that reads the accumulators is a pure definition (`out += f` would
+ * add the overlap twice). The SIMT schedule keeps guarded edge blocks. */
+bool shifts_edge_blocks(const Contraction &c, const model::Schedule &s);
 
 /** Whether a tensor-core candidate's register stages can apply: R = 1, or both tiles pipelined
  * (the fragments prefetch across chunks) and R dividing the chunk's k steps (kt / 16). */

@@ -362,8 +362,7 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         for (const Call *call : func_calls(value)) {
             if (!Function(call->func).has_update_definition()) continue;
             if (copy && copy->name != call->name) {
-                return fail("the output " + out.name() + " reads two reductions, " + copy->name + " and " +
-                            call->name);
+                return fail("the output " + out.name() + " reads two reductions, " + copy->name + " and " + call->name);
             }
             for (size_t i = 0; copy && i < call->args.size(); i++) {
                 if (!equal(call->args[i], copy->args[i])) {
@@ -566,6 +565,7 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         (i < 2 ? p.m : p.batch) *= c.dims[m[i]].extent;
     }
     for (int i : c.batch_dims()) p.batch *= c.dims[i].extent;
+    for (int i : m) p.m_extents.push_back(c.dims[i].extent);
     p.n = c.dims[c.n_dim()].extent;
     p.k = 1;
     for (const ContractionRVar &r : c.rvars) p.k *= r.extent_estimate;

@@ -309,11 +309,13 @@ using OutputThreads =
 
 /** The output in block tiles on GPU blocks (alcop::schedule_block_tile): N by bn, the first M
  * dimensions by m_tiles (a convolution's output width, then its rows and images), every other
- * dimension fused into one block dimension; in each block `threads` lays out the threads. When
- * the output accumulates f (out = init; out += f), its init is one kernel and its update, which
- * reads f, the other: both tiled alike. Returns the N block loop. */
+ * dimension fused into one block dimension, `m_tail` at the edges along M; in each block `threads` lays
+ * out the threads. When the output accumulates f (out = init; out += f), its init is one
+ * kernel and its update, which reads f, the other: both tiled alike. `branch`: the
+ * specialization tiled (none: the generic stage). Returns the N block loop. */
 Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, const std::vector<int> &m_tiles,
-                const OutputThreads &threads) {
+                const OutputThreads &threads, const Condition &branch = {},
+                TailStrategy m_tail = TailStrategy::GuardWithIf) {
     const std::vector<int> md = c.m_dims();
     const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
     std::vector<std::pair<Dim, int>> rows;  // the further M dimensions, and their loops in the block tile
@@ -331,8 +333,8 @@ Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, c
     }
     const int reading_stage = c.output_accumulates ? 1 : 0;
     for (int stage = 0; stage <= reading_stage; stage++) {
-        const StageRef s{out, stage ? 0 : -1, {}};
-        schedule.block_tile(s, {n}, {mx}, m_tiles[0], bn, rows, batches);
+        const StageRef s{out, stage ? 0 : -1, branch};
+        schedule.block_tile(s, {n}, {mx}, m_tiles[0], bn, rows, batches, m_tail);
         threads(s, {n + "_i"}, {mx + "_i"}, row_loops);
     }
     return {n + "_o"};
@@ -388,16 +390,17 @@ void schedule_fragment(Schedule &schedule, const Contraction &c, const Mapping &
 }
 
 /** The condition under which the operands are copied directly: K split exactly (`k_cond`) and
- * the output a whole number of block tiles. */
-Condition direct_copy_condition(const Contraction &c, const Mapping &m, FuncRef out, const Condition &k_cond) {
+ * the output a whole number of block tiles, or with the edge blocks along M shifted inwards
+ * (`shifted`) at least one block tile along each M dimension. */
+Condition direct_copy_condition(const Contraction &c, const Mapping &m, FuncRef out, const Condition &k_cond,
+                                bool shifted = false) {
+    using Kind = Condition::Term::Kind;
     Condition cond = k_cond;
-    auto require = [&](int dim, int tile) {
-        cond.terms.push_back({Condition::Term::Kind::OutputExtentDivides, out, dim, tile});
-    };
     const std::vector<int> md = c.m_dims();
-    require(c.dims[c.n_dim()].output_dim, m.s.bn);
+    cond.terms.push_back({Kind::OutputExtentDivides, out, c.dims[c.n_dim()].output_dim, m.s.bn});
     for (size_t i = 0; i < m.m_tile.size(); i++) {
-        require(c.dims[md[i]].output_dim, m.m_tile[i]);
+        cond.terms.push_back({shifted ? Kind::OutputExtentAtLeast : Kind::OutputExtentDivides, out,
+                              c.dims[md[i]].output_dim, m.m_tile[i]});
     }
     return cond;
 }
@@ -474,12 +477,20 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     }
 
     // The output in blocks, and in each block the accumulators' warp layout on the threads, which
-    // is what lets each thread read only the accumulators its lane holds.
-    const Dim n_o =
-        tile_output(schedule, c, out, s.bn, m.m_tile,
-                    [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &rows) {
-                        schedule.tensor_core_tile(stage, n_loop, m_loop_of(stage, m_loop, rows), s.tm, s.tn);
-                    });
+    // is what lets each thread read only the accumulators its lane holds. The operands are read
+    // directly where every block's tile lies inside the output (a kernel of its own), at clamped
+    // coordinates elsewhere. With the edge blocks along M shifted inwards that is every output
+    // a whole number of tiles along N and at least one along M: its branch tiles differently
+    // from the generic one, so it is specialized before either is tiled (a specialization
+    // copies the schedule made before it).
+    const bool shifted = shifts_edge_blocks(c, s);
+    const Condition whole_tiles = direct_copy_condition(c, m, out, {}, shifted);
+    const OutputThreads warp_layout = [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop,
+                                          const std::vector<Dim> &rows) {
+        schedule.tensor_core_tile(stage, n_loop, m_loop_of(stage, m_loop, rows), s.tm, s.tn);
+    };
+    if (shifted) tile_output(schedule, c, out, s.bn, m.m_tile, warp_layout, whole_tiles, TailStrategy::ShiftInwards);
+    const Dim n_o = tile_output(schedule, c, out, s.bn, m.m_tile, warp_layout);
     // The accumulators, in the same warp layout.
     place_accumulators(schedule, c, f, out, n_o, block_tile(c, m));
     const Dim x{c.dims[c.n_dim()].reduction_var};
@@ -495,15 +506,15 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     m_loop_of({f, 0}, {c.dims[md[0]].reduction_var}, acc_rows);
     schedule.tensor_core_tile({f, 0}, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
 
-    // The staged operands, read directly where the output is a whole number of block tiles
-    // (a kernel of its own) and at clamped coordinates elsewhere.
+    // The staged operands, read directly in the branch of whole tiles and at clamped
+    // coordinates elsewhere.
     Copies copies;
     copies.direct = true;
     copies.generic = false;
     copies.threads_x = 32;
     copies.k_exact = true;  // a constant the k tile divides (tensor_cores_apply())
-    copies.condition = direct_copy_condition(c, m, out, {});
-    schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
+    copies.condition = whole_tiles;
+    if (!shifted) schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
     for (const Operand *o : {&c.a, &c.b}) {
         stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
     }

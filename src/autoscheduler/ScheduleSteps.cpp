@@ -110,6 +110,10 @@ std::string condition_text(const Condition &c, const Names &names) {
             term = names.func(t.func) + ".output_buffer().dim(" + std::to_string(t.dim) + ").extent() % " +
                    std::to_string(t.value) + " == 0";
             break;
+        case Condition::Term::Kind::OutputExtentAtLeast:
+            term = names.func(t.func) + ".output_buffer().dim(" + std::to_string(t.dim) +
+                   ").extent() >= " + std::to_string(t.value);
+            break;
         }
         text += (text.empty() ? "" : " && ") + term;
     }
@@ -473,10 +477,12 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, co
 }
 
 void Schedule::block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
-                          const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches) {
+                          const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches,
+                          TailStrategy tail) {
     Step s = block_layout_step(Step::Kind::BlockTile, std::move(stage), x, y, block_m, block_n, {}, {});
     s.extents = rows;
     s.batches = batches;
+    s.tail = tail;
     add(std::move(s));
 }
 
@@ -557,6 +563,9 @@ Expr Schedule::expr(const Condition &c) const {
         case Condition::Term::Kind::OutputExtentDivides:
             term = handle(t.func).output_buffer().dim(t.dim).extent() % (int)t.value == 0;
             break;
+        case Condition::Term::Kind::OutputExtentAtLeast:
+            term = handle(t.func).output_buffer().dim(t.dim).extent() >= (int)t.value;
+            break;
         }
         e = e.defined() ? (e && term) : term;
     }
@@ -608,7 +617,7 @@ void Schedule::add(Step step) {
         std::vector<Var> batches;
         for (const Dim &d : step.batches) batches.emplace_back(d.name);
         alcop::schedule_block_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m, step.tile_n,
-                                   var_extents(step.extents), batches);
+                                   var_extents(step.extents), batches, step.tail);
         break;
     }
     case Step::Kind::BlockAccumulators:
@@ -718,8 +727,12 @@ std::string Schedule::source(const std::string &header) const {
             std::string text = "alcop::schedule_block_tile(" + stage_text(step.stage, names) + ", ";
             text += names.var(step.x) + ", ";
             text += names.var(step.y) + ", " + std::to_string(step.tile_m) + ", " + std::to_string(step.tile_n);
-            if (!step.extents.empty() || !step.batches.empty()) text += ", " + extents_text(step.extents, names);
-            if (!step.batches.empty()) text += ", {" + dims_text(step.batches, names) + "}";
+            const bool shifted = step.tail != TailStrategy::GuardWithIf;  // the helper's default
+            if (!step.extents.empty() || !step.batches.empty() || shifted) {
+                text += ", " + extents_text(step.extents, names);
+            }
+            if (!step.batches.empty() || shifted) text += ", {" + dims_text(step.batches, names) + "}";
+            if (shifted) text += std::string(", ") + tail_text(step.tail);
             body << text << ");\n";
             break;
         }

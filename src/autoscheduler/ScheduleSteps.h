@@ -57,8 +57,9 @@ struct FuncRef {
 struct Condition {
     struct Term {
         enum class Kind {
-            RDomExtentIs,        ///< rdom_extent(func, dim) == value
-            OutputExtentDivides  ///< func.output_buffer().dim(dim).extent() % value == 0
+            RDomExtentIs,         ///< rdom_extent(func, dim) == value
+            OutputExtentDivides,  ///< func.output_buffer().dim(dim).extent() % value == 0
+            OutputExtentAtLeast   ///< func.output_buffer().dim(dim).extent() >= value
         };
         Kind kind;
         FuncRef func;
@@ -119,7 +120,8 @@ struct Step {
         Pipeline,  ///< alcop::pipeline(func, value[, alcop::Level::Register])
         Clamp,     ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
         Enable,    ///< alcop::enable(pipeline, target)
-        /// alcop::schedule_block_tile(stage, x, y, block_m, block_n[, {{row, extent}...}[, {batch...}]])
+        /// alcop::schedule_block_tile(stage, x, y, block_m, block_n[, {{row, extent}...}[, {batch...}[,
+        /// TailStrategy::ShiftInwards]]])
         BlockTile,
         /// alcop::store_block_accumulators(func, at, x, {{dim, extent}...})
         BlockAccumulators,
@@ -163,6 +165,7 @@ struct Step {
     std::vector<std::pair<Dim, int>> extents;
     std::vector<Dim> batches;
     FuncRef at;
+    /// BlockTile: at the block tiles' edges; ThreadTile: at the threads' (Auto: not given).
     Halide::TailStrategy tail = Halide::TailStrategy::Auto;
     std::vector<Dim> within_chunk, chunks;
     // StagedCopy (on `stage`): the loops dealt out to the threads, innermost first, and how
@@ -249,7 +252,8 @@ public:
     void clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, const std::string &comment);
     /** alcop::schedule_block_tile on `stage` (the output's pure definition or update). */
     void block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
-                    const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches);
+                    const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches,
+                    Halide::TailStrategy tail = Halide::TailStrategy::GuardWithIf);
     /** alcop::store_block_accumulators(acc, output, block_loop, tile). */
     void block_accumulators(FuncRef acc, FuncRef output, const Dim &block_loop,
                             const std::vector<std::pair<Dim, int>> &tile);

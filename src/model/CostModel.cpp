@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 namespace alcop {
@@ -92,8 +93,21 @@ constexpr double kTensorCoreOverheadPerLdmatrix = 3.5;
 // the main-loop report of the plugin's 128x128x32 w64x64 S2 GEMM (16 ldmatrix a chunk): 43
 // other instructions, 2 commits and 2 waits a trip, 23.5 a chunk (87 rolled).
 constexpr double kTensorCoreExpandedChunkOverhead = 23.5;
-// The most chunks a trip of an expanded loop runs (why not three: rewrite/ExpandSlots.h).
+// The most chunks a trip of an expanded loop runs (why not three: rewrite/ExpandSlots.h), and
+// where each lane holds at most kFewLaneAccumulators accumulators (a 32 x 64 warp tile) and
+// the fragments one register stage, which leave the registers each slot's addresses take: six,
+// the most shared stages the search considers. Measured (ptxas 13, sm_80): the plugin's
+// 8x14x14 convolution, 64x64x32 w32x32 S5, 4.25 -> 2.42 other instructions per mma.sync
+// expanded by five, 80 -> 128 registers; its 8x56x56 one, 256x64x16 w32x64 S4, 4.12 -> 2.41
+// by four, 138 -> 130. With two register stages the registers scattered (kt 32: +15 to +35
+// over the estimate; kt 64: -12 to +62).
 constexpr int kMaxExpandedChunks = 2;
+constexpr int kFewLaneAccumulators = 64;
+constexpr int kMaxExpandedChunksOfFewAccumulators = 6;
+// What a loop expanded past two slots holds beside the rolled estimate: each slot's copy and
+// ldmatrix addresses. Fitted on 2026-12-06 to 21 kernels of three stages, R = 1, at warp tiles
+// of 16x16 to 64x32 (ptxas 13, sm_80; +2 to +42 over the rolled estimate, mean +23).
+constexpr int kExpandedSlotRegisters = 22;
 
 // An implicit-GEMM convolution gathers A (im2col): each chunk takes its filter tap and channel
 // chunk from the chunk index (two divisions), and each of A's copies its own address and the
@@ -459,7 +473,63 @@ Problem make_conv2d_nhwc(const Conv2dShape &c, Element element) {
     p.a_bytes = element_bytes(element) * c.n * c.h * c.w * c.ci;  // the input, not its im2col
     p.gathered_a = true;
     p.b_bytes = element_bytes(element) * c.kh * c.kw * c.ci * c.co;
+    p.m_extents = {c.out_w(), c.out_h(), c.n};
     return p;
+}
+
+namespace {
+
+/** Factors of `rows` over extents[d...] as m_tile_shape lays them out (`step`: what the first
+ * must be a multiple of), those that tile the extents exactly when `exact`, else any; each
+ * complete factorization goes to `take`, widest first. */
+void factor_m_tile(int rows, int step, const std::vector<int64_t> &extents, size_t d, bool exact,
+                   std::vector<int> &prefix, const std::function<void(const std::vector<int> &)> &take) {
+    if (d + 1 == extents.size()) {
+        if (rows % step || (exact && extents[d] % rows)) return;
+        prefix.push_back(rows);
+        take(prefix);
+        prefix.pop_back();
+        return;
+    }
+    for (int f = rows; f >= step; f /= 2) {
+        if (f % step || rows % f) continue;
+        if (exact ? extents[d] % f != 0 : f > extents[d] && f != step) continue;
+        prefix.push_back(f);
+        factor_m_tile(rows / f, 1, extents, d + 1, exact, prefix, take);
+        prefix.pop_back();
+    }
+}
+
+}  // namespace
+
+std::vector<int> m_tile_shape(const Schedule &s, const std::vector<int64_t> &extents) {
+    const size_t tiled = s.tensor_cores ? extents.size() : std::min<size_t>(extents.size(), 2);
+    if (tiled == 0 || s.bm <= 0) return {};
+    const std::vector<int64_t> dims(extents.begin(), extents.begin() + tiled);
+    const int step = s.tensor_cores ? 1 : std::max(1, s.tm);
+    std::vector<int> prefix, best;
+    // Exact factors, else any: the widest first along the first dimensions (the first found).
+    // (The fewest tiles would make the 8x14x14 convolution's 64-row tile 8 x 2 x 4 pixels,
+    // whose warp tiles of 32 rows cross images: its accumulators then stayed a whole block
+    // tile, 4096 floats, rather than each lane's window.)
+    for (bool exact : {true, false}) {
+        factor_m_tile(s.bm, step, dims, 0, exact, prefix, [&](const std::vector<int> &t) {
+            if (best.empty()) best = t;
+        });
+        if (!best.empty()) break;
+    }
+    return best;
+}
+
+int64_t m_block_tiles(const Problem &p, const Schedule &s) {
+    const std::vector<int> tile = m_tile_shape(s, p.m_extents);
+    if (tile.empty()) return p.batch * ceil_div(p.m, s.bm);
+    int64_t tiles = 1, rows = 1;
+    for (size_t i = 0; i < p.m_extents.size(); i++) {
+        tiles *= i < tile.size() ? ceil_div(p.m_extents[i], tile[i]) : p.m_extents[i];
+        rows *= p.m_extents[i];
+    }
+    return tiles * std::max<int64_t>(1, p.batch * p.m / rows);
 }
 
 int64_t Schedule::slot_bytes_per_stage() const {
@@ -544,10 +614,20 @@ const char *to_string(RuntimeLimits limits) {
     return limits == RuntimeLimits::OptIn ? "opt-in maximum" : "Halide runtime default";
 }
 
-int expanded_chunks(int period, bool streams_tensor_core_operands, bool prefetch_in_place,
-                    std::optional<int64_t> trips) {
+namespace {
+
+/** What a tensor-core schedule's main loop streams to its mma.sync. */
+TensorCoreStream stream_of(const Schedule &s) {
+    return {kAccumulatorsPerTile * s.mma_tiles_per_warp(), s.reg_stages};
+}
+
+}  // namespace
+
+int expanded_chunks(int period, const TensorCoreStream &stream, bool prefetch_in_place, std::optional<int64_t> trips) {
     const bool one_group = trips && *trips <= period;
-    const bool expands = streams_tensor_core_operands && !prefetch_in_place && period <= kMaxExpandedChunks;
+    const bool room = stream.lane_accumulators <= kFewLaneAccumulators && stream.fragment_stages <= 1;
+    const int most = room ? kMaxExpandedChunksOfFewAccumulators : kMaxExpandedChunks;
+    const bool expands = stream.lane_accumulators > 0 && !prefetch_in_place && period <= most;
     return expands && !one_group ? period : 1;
 }
 
@@ -579,7 +659,10 @@ int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
         const int fragments = int(std::lround(held * steps_held * (4 * (s.tm / kMmaM) + 2 * (s.tn / kMmaN))));
         const int overhead =
             int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters;
-        return accumulators + fragments + overhead;
+        // A loop expanded past two slots (whatever its trip count, which fits() does not know).
+        const int expansion =
+            expanded_chunks(s.smem_stages, stream_of(s), false, std::nullopt) > 2 ? kExpandedSlotRegisters : 0;
+        return accumulators + fragments + overhead + expansion;
     }
     const int accumulators = s.tm * s.tn;
     const int fragments = s.reg_stages * (s.tm + s.tn);
@@ -700,8 +783,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     r.feasible = true;
 
     // --- Waves. ---
-    const int64_t grid_m = ceil_div(p.m, s.bm), grid_n = ceil_div(p.n, s.bn);
-    r.total_blocks = p.batch * grid_m * grid_n;
+    r.total_blocks = m_block_tiles(p, s) * ceil_div(p.n, s.bn);
     const int64_t concurrent = int64_t(r.occ.blocks_per_sm) * gpu.sm_count;
     r.waves = double(r.total_blocks) / double(concurrent);
     r.full_waves = r.total_blocks / concurrent;
@@ -725,7 +807,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     if (s.tensor_cores) {
         // The whole-tile kernels' copies of tensor-core tiles are cp.async (or staged through
         // registers), never in place.
-        const bool expanded = expanded_chunks(s.smem_stages, true, false, it.e) > 1;
+        const bool expanded = expanded_chunks(s.smem_stages, stream_of(s), false, it.e) > 1;
         tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, expanded, it);
     } else {
         simt_terms(s, gpu, async, barriers, it);

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace alcop {
 namespace model {
@@ -71,6 +72,11 @@ struct Problem {
     /** A is gathered, as an implicit-GEMM convolution reads its input (im2col): each chunk and
      * each of A's copies compute more addresses than a dense operand's. */
     bool gathered_a = false;
+    /** The extents of the dimensions M runs over, innermost first (a convolution's output width,
+     * height and images), whose product times the true batch is batch * m; empty: one dimension
+     * of m. A block tile of BM rows lays out over them (m_tile_shape), and the blocks along M are
+     * its tiles' count over them (m_block_tiles), more than M / BM where a tile does not fit. */
+    std::vector<int64_t> m_extents;
 
     /** 2 * batch * M * N * K. */
     double flops() const;
@@ -174,6 +180,19 @@ struct Schedule {
     std::string to_string() const;
 };
 
+/** The shape of `s`'s block tile of BM rows over M dimensions of `extents` (innermost first),
+ * as the schedules lay it out: a factor a dimension, each a power of two but the last, which
+ * takes the rest (with CUDA cores the first a multiple of TM, which runs along it). With tensor
+ * cores every dimension is tiled (the warp layout takes them fused), with CUDA cores the first
+ * two (further ones index blocks, one each). The factors that tile the extents exactly, or else
+ * any (a tile covers at most its extent, but the first if it is TM and the last), the widest
+ * first along the first dimensions; empty if BM has no such factors. */
+std::vector<int> m_tile_shape(const Schedule &s, const std::vector<int64_t> &extents);
+
+/** Block tiles along M (times the true batch): over p.m_extents in m_tile_shape's tiles, each
+ * dimension in as many tiles as cover it; without m_extents (or a shape), ceil(M / BM) a batch. */
+int64_t m_block_tiles(const Problem &p, const Schedule &s);
+
 /** Whether `s` describes a kernel our lowering can generate at all, whatever
  * the GPU: positive fields, 1 <= R <= 2, 1 <= S, thread tile divides the block
  * tile, 32 <= threads <= 1024 and a multiple of the warp size, KT and BN
@@ -231,13 +250,21 @@ constexpr int kAddressAndLoopRegisters = 27;
  * each term. */
 int estimate_registers(const Schedule &s, const GpuSpec &gpu);
 
+/** What a pipelined loop streams to mma.sync, as expanded_chunks weighs it. */
+struct TensorCoreStream {
+    int lane_accumulators = 0;  ///< the accumulators each lane of the mma.sync holds (0: none streamed)
+    int fragment_stages = 1;    ///< the register stages of its fragments (R)
+};
+
 /** How many chunks one trip of a pipelined steady state runs once its slots are expanded
  * (rewrite/ExpandSlots.h; 1: it stays rolled): `period`, the lcm of its buffers' stage counts,
- * where the loop streams a tensor-core operand's tile, none of its prefetches stores in place,
- * the period is at most two, and it runs more than one group of `period` chunks (`trips`: its
- * trip count where that is a constant). The rewrite expands by it and the model counts it. */
-int expanded_chunks(int period, bool streams_tensor_core_operands, bool prefetch_in_place,
-                    std::optional<int64_t> trips);
+ * where the loop streams a tensor-core operand's tile (`stream`), none of its prefetches stores
+ * in place, the period is at most two, or at most six where the lanes hold at most 64
+ * accumulators (a 32 x 64 warp tile) and the fragments one register stage, and it runs more
+ * than one group of `period` chunks (`trips`: its trip count where that is a constant). The
+ * rewrite expands by it and the model counts it (its issue, and the registers of a period
+ * past two). */
+int expanded_chunks(int period, const TensorCoreStream &stream, bool prefetch_in_place, std::optional<int64_t> trips);
 
 /** The SM's mma.sync FLOPs per clock for operands of `element` (F16 or BF16). */
 double mma_flops_per_clk(Element element, const GpuSpec &gpu);

@@ -95,14 +95,14 @@ class ExpandSlots : public IRMutator {
 
 }  // namespace
 
-int expanded_copies(const std::vector<int> &stages, bool streams_tensor_core_operands, bool prefetch_in_place,
+int expanded_copies(const std::vector<int> &stages, const model::TensorCoreStream &stream, bool prefetch_in_place,
                     const Expr &extent) {
     int period = 1;
     for (int s : stages) {
         period = std::lcm(period, s);
     }
     const int64_t *trips = as_const_int(extent);
-    return model::expanded_chunks(period, streams_tensor_core_operands, prefetch_in_place,
+    return model::expanded_chunks(period, stream, prefetch_in_place,
                                   trips ? std::optional<int64_t>(*trips) : std::nullopt);
 }
 

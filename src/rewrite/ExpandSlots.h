@@ -24,15 +24,19 @@
  * computed at the same k.
  *
  * Which loops (expanded_copies, by model::expanded_chunks, the rule the cost model counts
- * with): those that stream a tensor-core operand, with two stages, and none of whose
- * prefetches (the copies inside the loop) stores in place: each is a cp.async or staged
- * through registers (IssuedCopy::in_place; the prologue's may store in place). A
- * tensor-core body is short (one mma.sync is 4096 multiply-adds), so the slot arithmetic is a
- * large share of it; a SIMT body is many times longer and keeps one copy. Past two stages,
- * or with copies in place (the edge kernels' clamped 2-byte gathers), LLVM hoists each copy's
- * slot addresses out of the loop as registers of their own (ptxas 13, sm_80): the
- * generators' fp16 GEMM (three stages) went 240 -> 255 registers and their convolution
- * spilled at sm_90; the plugin's fp16 GEMM's edge kernel 225 -> 255. A loop of one group at
+ * with): those that stream a tensor-core operand, with two stages (up to six where each lane
+ * holds at most 64 accumulators and the fragments have one register stage), and none of whose prefetches (the copies inside the loop)
+ * stores in place: each is a cp.async or staged through registers (IssuedCopy::in_place; the
+ * prologue's may store in place). A tensor-core body is short (one mma.sync is 4096
+ * multiply-adds), so the slot arithmetic is a large share of it; a SIMT body is many times
+ * longer and keeps one copy. Expanded, LLVM hoists each copy's slot addresses out of the loop
+ * as registers of their own (ptxas 13, sm_80): past two stages that outgrows large warp tiles
+ * (the generators' fp16 GEMM, 64 x 64 warp tiles, 128 accumulators a lane, three stages, went
+ * 240 -> 255 registers and their convolution spilled at sm_90), not smaller ones (the plugin's
+ * 8x14x14 convolution, 32 x 32 warp tiles, five stages: 80 -> 128; its 8x56x56 one, 32 x 64,
+ * four stages: 138 -> 130); with copies in place
+ * (the edge kernels' clamped 2-byte gathers) even two stages do (the plugin's fp16 GEMM's
+ * edge kernel 225 -> 255). A loop of one group at
  * most (a constant extent up to P) stays too: it would run each copy once, and LLVM makes it
  * straight-line code, the kernel's whole body, which has no main loop to report (the
  * plugin's batched matmul of K = 64 in 2 chunks). (The register level unrolls its fragment
@@ -43,15 +47,17 @@
  */
 
 #include "Halide.h"
+#include "model/CostModel.h"
 
 #include <vector>
 
 namespace alcop {
 
 /** How many copies of a steady state's body expand_slots makes (1: none), by the rule above:
- * the buffers' stage counts, whether one is a tensor-core operand's tile, whether a prefetch
- * stores in place, and the loop's extent. */
-int expanded_copies(const std::vector<int> &stages, bool streams_tensor_core_operands, bool prefetch_in_place,
+ * the buffers' stage counts, what they stream to mma.sync (the accumulators each lane holds, 0
+ * where none is a tensor-core operand's tile, and the fragments' register stages), whether a
+ * prefetch stores in place, and the loop's extent. */
+int expanded_copies(const std::vector<int> &stages, const model::TensorCoreStream &stream, bool prefetch_in_place,
                     const Halide::Expr &extent);
 
 /** `loop` (a steady-state For) marked for expansion into `copies` copies (a LetStmt around it

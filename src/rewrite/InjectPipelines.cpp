@@ -66,7 +66,8 @@ class InjectPipelines : public IRMutator {
     const PipelineAnalysis &analysis;
     const Options &options;
     const testing::Hooks &hooks;
-    const std::set<std::string> &tensor_core_operands;
+    /** The tensor-core operands, each with what its loop streams to mma.sync. */
+    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands;
 
     // Per pipelined loop: its analysis and plan; per allocation: its kernel plan and how the
     // kernel copies.
@@ -305,16 +306,19 @@ class InjectPipelines : public IRMutator {
             steady.insert(steady.end(), publish.begin(), publish.end());
         }
         std::vector<int> stages;
-        bool streams_operands = false;
+        model::TensorCoreStream stream;  // of the mma.sync reading the streamed operands (none: 0)
         for (const BufferPlan &b : r.plan.buffers) {
             addresses.erase(b.func);
             stages.push_back(b.stages);
-            streams_operands = streams_operands || tensor_core_operands.count(b.func);
+            const auto operand = tensor_core_operands.find(b.func);
+            if (operand == tensor_core_operands.end()) continue;
+            stream.lane_accumulators = std::max(stream.lane_accumulators, operand->second.lane_accumulators);
+            stream.fragment_stages = std::max(stream.fragment_stages, operand->second.fragment_stages);
         }
         // Expanded by its slots at the end of the rewrite (ExpandSlots.h), where that pays.
         return mark_for_expansion(
             For::make(r.op->name, r.op->min, r.op->extent, r.op->for_type, r.op->device_api, sequence(steady)),
-            expanded_copies(stages, streams_operands, r.prefetch_in_place, r.op->extent));
+            expanded_copies(stages, stream, r.prefetch_in_place, r.op->extent));
     }
 
     /** Epilogue: nothing may stay in flight past the loop, and every thread must be done with
@@ -467,7 +471,7 @@ public:
 
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                     const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks,
-                    const std::set<std::string> &tensor_core_operands)
+                    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands)
         : analysis(analysis), options(options), hooks(hooks), tensor_core_operands(tensor_core_operands) {
         for (const FragmentLoop &l : fragments) {
             if (l.one_step.defined()) {
@@ -492,8 +496,11 @@ public:
 }  // namespace
 
 Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests, const Options &options,
-                      const testing::Hooks &hooks, const std::set<std::string> &swizzled,
+                      const testing::Hooks &hooks,
+                      const std::map<std::string, model::TensorCoreStream> &tensor_core_operands,
                       std::vector<SwizzleAlignedSlots> *aligned_slots) {
+    std::set<std::string> swizzled;
+    for (const auto &operand : tensor_core_operands) swizzled.insert(operand.first);
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
     const std::vector<FragmentLoop> fragments = analyze_fragments(s, requests);
     if (analysis.kernels.empty() && fragments.empty()) {
@@ -509,7 +516,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
         }
     }
     check_resource_limits(analysis, plans, fragments, options);
-    InjectPipelines inject(analysis, plans, fragments, options, hooks, swizzled);
+    InjectPipelines inject(analysis, plans, fragments, options, hooks, tensor_core_operands);
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();
     return result;

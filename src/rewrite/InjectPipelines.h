@@ -53,6 +53,7 @@
 
 #include "directive/Requests.h"
 #include "directive/TestHooks.h"
+#include "model/CostModel.h"
 #include "plan/PipelinePlan.h"
 
 #include <map>
@@ -63,12 +64,16 @@
 namespace alcop {
 
 /** The rewrite of `s` for explicit requests (keyed by Func name). The shared buffers named in
- * `swizzled` (tensor-core operands) get slots aligned for their swizzle where the plan can
- * (PipelinePlan.h); those slots are appended to `aligned_slots` when given. */
-Halide::Internal::Stmt
-inject_pipelines(const Halide::Internal::Stmt &s, const std::map<std::string, PipelineRequest> &requests,
-                 const Options &options = Options(), const testing::Hooks &hooks = testing::Hooks(),
-                 const std::set<std::string> &swizzled = {}, std::vector<SwizzleAlignedSlots> *aligned_slots = nullptr);
+ * `tensor_core_operands`, each with what its loop streams to mma.sync (the accumulators a lane
+ * holds, the fragments' register stages), get slots aligned for their swizzle where the plan can (PipelinePlan.h), appended to
+ * `aligned_slots` when given, and the loops that stream them may be expanded by their slots
+ * (ExpandSlots.h, by what they stream). */
+Halide::Internal::Stmt inject_pipelines(const Halide::Internal::Stmt &s,
+                                        const std::map<std::string, PipelineRequest> &requests,
+                                        const Options &options = Options(),
+                                        const testing::Hooks &hooks = testing::Hooks(),
+                                        const std::map<std::string, model::TensorCoreStream> &tensor_core_operands = {},
+                                        std::vector<SwizzleAlignedSlots> *aligned_slots = nullptr);
 
 }  // namespace alcop
 

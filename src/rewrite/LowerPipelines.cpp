@@ -128,10 +128,17 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
     for (const auto &r : register_stages) {
         pipelines.erase(r.first);
     }
-    std::set<std::string> operands, pipelined;
+    std::map<std::string, model::TensorCoreStream> operands;  // each with what it streams to mma.sync
+    std::set<std::string> pipelined;
     for (const TensorCoreUse &u : uses) {
-        operands.insert(u.a);
-        operands.insert(u.b);
+        const auto r = register_stages.find(u.accumulator);
+        const model::TensorCoreStream stream{u.tile.warp_m * u.tile.warp_n / 32,
+                                             r == register_stages.end() ? 1 : r->second};
+        for (const std::string &operand : {u.a, u.b}) {
+            model::TensorCoreStream &o = operands[operand];
+            o.lane_accumulators = std::max(o.lane_accumulators, stream.lane_accumulators);
+            o.fragment_stages = std::max(o.fragment_stages, stream.fragment_stages);
+        }
     }
     for (const auto &r : pipelines) {
         if (r.second.stages > 1 && r.second.level == Level::Shared) pipelined.insert(r.first);

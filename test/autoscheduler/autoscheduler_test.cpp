@@ -1301,6 +1301,52 @@ TEST(TensorCoreEpilogue, ConvertsTheAccumulatorsWhereOutStores) {
     }
 }
 
+// On tensor cores the edge blocks along M shift inwards over their neighbours, so that an
+// output at least one tile large along M (and whole tiles along N) runs the kernel of whole
+// tiles. The benchmark's 8x14x14 convolution: no power-of-two tile divides 14 x 14 x 8 past 16
+// rows (2 x 2 pixels of 4 images, predicted 19.85 us, all the plugin could choose before); its
+// 64-row tiles of 8 x 8 pixels overlap 2 pixels a side (predicted 9.61 us).
+TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
+    const Target t("host-cuda-cuda_capability_80");
+    ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+    ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+    Built conv = conv2d16(Float(16), 8, 14, 14, 256, 256);
+    const Scheduled s = autoschedule(conv, "Alcop", t);
+    EXPECT_NE(s.log.find("chosen: 64x64x32"), std::string::npos) << s.log;
+    EXPECT_NE(s.log.find("(M tile 8x8x1)"), std::string::npos) << s.log;
+    // The branch of whole tiles: the channels a whole number of tiles, each pixel dimension at
+    // least one, its block tile shifted; the generic one guarded, its copies clamped.
+    EXPECT_NE(s.source.find(".dim(0).extent() % 64 == 0 && "), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".dim(1).extent() >= 8 && "), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".dim(2).extent() >= 8 && "), std::string::npos) << s.source;
+    EXPECT_EQ(kernel_source::count(s.source, "alcop::schedule_block_tile("), 2) << s.source;
+    EXPECT_EQ(kernel_source::count(s.source, ", TailStrategy::ShiftInwards);"), 1) << s.source;
+    const std::string ptx = ptx_of(conv.pipeline.compile_to_module(conv.args, "conv_shifted_f16", t));
+    const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+    ASSERT_EQ(kernels.size(), 2u);
+    // Whole tiles read inside the output: every copy a cp.async of 16 bytes, none clamped.
+    EXPECT_EQ(kernel_source::count(kernels[0].text, "ld.global"), 0) << kernels[0].name;
+    EXPECT_EQ(kernel_source::count(kernels[0].text, "st.shared"), 0) << kernels[0].name;
+    EXPECT_GT(kernel_source::count(kernels[0].text, "cp.async.cg.shared.global"), 0) << kernels[0].name;
+
+    // An output that accumulates (out = 0; out += A * B) would add the overlap twice: guarded.
+    ImageParam A(Float(16), 2, "A"), B(Float(16), 2, "B");
+    Var x("x"), y("y");
+    RDom r(0, 256, "r");
+    Func out("out");
+    out(x, y) = 0.0f;
+    out(x, y) += f32(A(r, y)) * f32(B(x, r));
+    A.set_estimates({{0, 256}, {0, 1000}});
+    B.set_estimates({{0, 512}, {0, 256}});
+    out.set_estimates({{0, 512}, {0, 1000}});
+    align_for_cp_async(out, {A, B});
+    Built accumulating{Pipeline(out), {A, B}};
+    const Scheduled acc = autoschedule(accumulating, "Alcop", t);
+    EXPECT_NE(acc.source.find("alcop::tensor_cores("), std::string::npos) << acc.source;
+    EXPECT_EQ(acc.source.find("ShiftInwards"), std::string::npos) << acc.source;
+    EXPECT_EQ(acc.source.find(" >= "), std::string::npos) << acc.source;
+}
+
 TEST(TensorCoreFallback, BelowSm80AndOnOpenClTheSimtScheduleWithAWarning) {
     for (const char *target : {"host-cuda-cuda_capability_75", "host-opencl-cl_half"}) {
         SCOPED_TRACE(target);

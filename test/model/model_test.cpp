@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -774,6 +775,62 @@ TEST(TensorCores, DerivedQuantities) {
     EXPECT_EQ(small.bytes_per_stage(), 1024);
     EXPECT_EQ(small.slot_bytes_per_stage(), 2048);
     EXPECT_EQ(small.smem_bytes(), 4096);
+}
+
+TEST(TensorCores, BlocksAlongMFollowTheTileShapeOverThePixels) {
+    // The benchmark's 8x14x14 convolution: 8 images of 14 x 14 output pixels, M = 1,568.
+    Conv2dShape c;
+    c.n = 8, c.h = 16, c.w = 16, c.ci = 256, c.co = 256, c.kh = 3, c.kw = 3;
+    const Problem p = make_conv2d_nhwc(c, Element::F16);
+    EXPECT_EQ(p.m_extents, (std::vector<int64_t>{14, 14, 8}));
+    // No powers of two tile 14 x 14 x 8 in 64 rows: the widest that fit, 8 x 8 pixels of one
+    // image, 2 x 2 tiles an image, 32 along M where 1568 / 64 would round up to 25.
+    Schedule s = tc(64, 64, 32, 32, 32, 5, 1);
+    EXPECT_EQ(m_tile_shape(s, p.m_extents), (std::vector<int>{8, 8, 1}));
+    EXPECT_EQ(m_block_tiles(p, s), 2 * 2 * 8);
+    EXPECT_EQ(predict(p, s, gpu("h200"), opt_in()).total_blocks, 32 * (256 / 64));
+    // Where powers of two tile the pixels exactly, those: 16 rows as 2 x 2 pixels of 4 images.
+    s.bm = 16;
+    EXPECT_EQ(m_tile_shape(s, p.m_extents), (std::vector<int>{2, 2, 4}));
+    EXPECT_EQ(m_block_tiles(p, s), 7 * 7 * 2);
+    // With CUDA cores two dimensions are tiled, the first by a multiple of TM; the images
+    // index blocks, one each.
+    const Schedule simt = sched(64, 64, 16, 4, 4, 2, 1);
+    EXPECT_EQ(m_tile_shape(simt, p.m_extents), (std::vector<int>{8, 8}));
+    EXPECT_EQ(m_block_tiles(p, simt), 2 * 2 * 8);
+    // The plugin's problem counts the images past the first two M dimensions as batches;
+    // the tiles come out the same.
+    Problem plugin = p;
+    plugin.m = 14 * 14;
+    plugin.batch = 8;
+    EXPECT_EQ(m_block_tiles(plugin, simt), 2 * 2 * 8);
+    // Without the M dimensions: ceil(M / BM) a batch.
+    EXPECT_EQ(m_block_tiles(make_bmm(3, 100, 70, 64), simt), 3 * 2);
+    // No factors: a tile of TM = 4 rows cannot start a 6-row tile.
+    EXPECT_TRUE(m_tile_shape(sched(6, 64, 16, 4, 4, 2, 1), {14, 14}).empty());
+}
+
+TEST(TensorCores, LoopsExpandBySlotsWhereTheLanesHaveRegistersToSpare) {
+    // Two stages at any warp tile; up to six where a lane holds at most 64 accumulators (a
+    // 32 x 64 warp tile) and the fragments one register stage; none without a tensor-core
+    // operand, with copies in place, or in one group of chunks.
+    const TensorCoreStream w64x64{128, 1}, w32x64{64, 1}, w32x32{32, 1}, w32x32_r2{32, 2}, none{0, 1};
+    EXPECT_EQ(expanded_chunks(2, w64x64, false, std::nullopt), 2);
+    EXPECT_EQ(expanded_chunks(3, w64x64, false, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(5, w32x32, false, std::nullopt), 5);
+    EXPECT_EQ(expanded_chunks(4, w32x64, false, int64_t(36)), 4);
+    EXPECT_EQ(expanded_chunks(7, w32x32, false, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(3, w32x32_r2, false, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(2, w32x32_r2, false, std::nullopt), 2);
+    EXPECT_EQ(expanded_chunks(2, none, false, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(2, w32x32, true, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(5, w32x32, false, int64_t(5)), 1);
+    // The register estimate holds the expanded slots' addresses past two (22, fitted).
+    EXPECT_EQ(estimate_registers(tc(64, 64, 32, 32, 32, 3, 1), gpu("h200")) -
+                  estimate_registers(tc(64, 64, 32, 32, 32, 2, 1), gpu("h200")),
+              22);
+    EXPECT_EQ(estimate_registers(tc(128, 128, 32, 64, 64, 3, 1), gpu("h200")),
+              estimate_registers(tc(128, 128, 32, 64, 64, 2, 1), gpu("h200")));
 }
 
 TEST(TensorCores, StructuralValidity) {

@@ -376,16 +376,17 @@ INSTANTIATE_TEST_SUITE_P(
              true, 0.76, 2.5, 1.75},
         Case{"gemm_bf16_2048", "as_gemm", bench({{"type", "bf16"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true,
              true, 0.76, 2.5, 1.75},
-        // 56 x 56 pixels: 64x64x32 w32x64 blocks of 8 x 8 pixels (M tile 8x8x1), whole tiles.
+        // 56 x 56 pixels: 256x64x16 w32x64 S4 blocks of 8 x 8 pixels of 4 images (M tile 8x8x4),
+        // whole tiles, the loop expanded by its four slots.
         Case{"conv2d_f16_8x56x56x64x64", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "56"}, {"W", "56"}, {"CI", "64"}, {"CO", "64"}}), true, true,
-             1.52, 2.5, 4.47},
-        // 14 x 14 pixels: the plugin's 16x256x32 w16x32 tile of 2 x 2 pixels of 4 images (M tile
-        // 2x2x4), whole tiles, 8 mma.sync a warp and chunk (M is 1,568 pixels: larger M tiles
-        // leave SMs idle).
+             2.42, 2.5, 6.7},
+        // 14 x 14 pixels: 64x64x32 w32x32 S5 blocks of 8 x 8 pixels (M tile 8x8x1), the edge
+        // blocks shifted inwards (2 x 2 an image, overlapping by 2 pixels), so that every block
+        // runs the kernel of whole tiles; the loop expanded by its five slots.
         Case{"conv2d_f16_8x14x14x256x256", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
-             11.63, 2.5, 14.88},
+             2.43, 2.5, 7.76},
         Case{"bmm_f16_12x512x512x64", "as_bmm",
              bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 1.11, 2.5, 2.94},
         Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3, 0.4}),
@@ -437,12 +438,12 @@ const std::map<std::string, Figures> &benchmark_figures() {
         {"gemm_cuda_auto_k2047", {0.4, 0.3, 0}},
         {"gemm_cuda_auto_f16", {0.76, 2.5, 1.75}},
         {"bmm_cuda_auto_f16", {1.11, 2.5, 2.94}},
-        {"conv_cuda_auto_f16", {1.52, 2.5, 4.47}},
-        {"conv_cuda_auto_14_f16", {11.63, 2.5, 14.88}},
+        {"conv_cuda_auto_f16", {2.42, 2.5, 6.7}},
+        {"conv_cuda_auto_14_f16", {2.43, 2.5, 7.76}},
         {"gemm_cuda_auto_bf16", {0.76, 2.5, 1.75}},
         {"bmm_cuda_auto_bf16", {1.11, 2.5, 2.94}},
-        {"conv_cuda_auto_bf16", {1.52, 2.5, 4.47}},
-        {"conv_cuda_auto_14_bf16", {11.63, 2.5, 14.88}},
+        {"conv_cuda_auto_bf16", {2.42, 2.5, 6.7}},
+        {"conv_cuda_auto_14_bf16", {2.43, 2.5, 7.76}},
     };
     return figures;
 }

@@ -58,9 +58,18 @@ TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
     check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}});
 }
 // 3 x 3 filters over the build's 32 channels, no padding: inputs of (output + 2) pixels; the
-// estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails.
+// estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails; and outputs whose
+// pixels the M tile does not divide but covers, with whole tiles of channels, which the kernel
+// of whole tiles runs, its edge blocks shifted inwards over their neighbours (11 x 9 and
+// 10 x 13 pixels), and one narrower than the tile, which the other kernel runs (6 x 7).
 TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
-    check_conv(as_conv2d_tc_pocl, f16, {{1, 10, 10, 32, 32, 3, 3}, {2, 11, 9, 32, 20, 3, 3}, {1, 7, 8, 32, 13, 3, 3}},
+    check_conv(as_conv2d_tc_pocl, f16,
+               {{1, 10, 10, 32, 32, 3, 3},
+                {2, 11, 9, 32, 20, 3, 3},
+                {1, 7, 8, 32, 13, 3, 3},
+                {2, 13, 11, 32, 32, 3, 3},
+                {1, 12, 15, 32, 64, 3, 3},
+                {1, 8, 9, 32, 32, 3, 3}},
                1, 0, /*out_4d=*/true);
 }
 

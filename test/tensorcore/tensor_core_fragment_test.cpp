@@ -575,7 +575,9 @@ SteadyStates steady_states(const Stmt &s) {
 
 // Two stages of cp.async: the steady state runs in pairs of iterations (ExpandSlots.h), each
 // copy addressing its slots by constants, and the iterations left (an odd count of K tiles) in
-// the loop as it was, slots and all. Three stages, or copies in place (synchronous), stay rolled.
+// the loop as it was, slots and all. Three stages expand in threes where a lane holds at most
+// 64 accumulators and the fragments one register stage (32 x 32 warp tiles, R = 1), and stay
+// rolled otherwise (64 x 64 warp tiles, or R = 2), as do copies in place (synchronous).
 TEST(TensorCoreFragments, TwoStagesOfAsyncCopiesExpandBySlots) {
     for (int register_stages : {1, 2}) {
         SCOPED_TRACE(::testing::Message() << "register stages " << register_stages);
@@ -592,7 +594,17 @@ TEST(TensorCoreFragments, TwoStagesOfAsyncCopiesExpandBySlots) {
     tc_test::Gemm three;
     three.stages = 3;
     three.vector = 8;
-    EXPECT_TRUE(steady_states(rewritten(three, alcop::CopyKind::Async)).expanded.empty());
+    const SteadyStates threes = steady_states(rewritten(three, alcop::CopyKind::Async));
+    ASSERT_EQ(threes.expanded.size(), 1u);
+    EXPECT_EQ(threes.expanded[0].copies, 3);
+    EXPECT_EQ(threes.expanded[0].slot_terms, 0) << "a slot of an expanded copy is not a constant";
+    tc_test::Gemm three_r2 = three;
+    three_r2.register_stages = 2;
+    EXPECT_TRUE(steady_states(rewritten(three_r2, alcop::CopyKind::Async)).expanded.empty());
+    tc_test::Gemm three_wide = three;
+    three_wide.block_m = three_wide.block_n = 128;
+    three_wide.warp_m = three_wide.warp_n = 64;
+    EXPECT_TRUE(steady_states(rewritten(three_wide, alcop::CopyKind::Async)).expanded.empty());
     tc_test::Gemm in_place;
     in_place.stages = 2;
     EXPECT_TRUE(steady_states(rewritten(in_place, alcop::CopyKind::Synchronous)).expanded.empty());

@@ -171,6 +171,16 @@ TEST(Misuse, BlockTileOfNoExtent) {
                      "a block tile needs positive extents, its rows' too");
 }
 
+// Rounded up, the edge blocks' tiles would have one size but write past the output; Halide
+// would say so only at run time, or not at all for an intermediate Func.
+TEST(Misuse, BlockTileRoundedUp) {
+    const DirectiveError e = directive_error("block_rounded", [](Func f) {
+        alcop::schedule_block_tile(f, f.args()[0], f.args()[0], 64, 64, {}, {}, TailStrategy::RoundUp);
+    });
+    EXPECT_REJECTION(e.message, "alcop::schedule_block_tile(" + alcop::user_name(e.func) + ", 64, 64)",
+                     "the edge blocks along M are guarded (GuardWithIf) or shifted inwards (ShiftInwards)");
+}
+
 TEST(Misuse, ReadAfterTheLoop) {
     Stmt after = consume("P", store("out", var("tx"), load("S", var("tx"))));
     EXPECT_REJECTED(kernel(Block::make(streaming_loop(Block::make({copy_tile(), barrier(), use_tile()})), after)),
