@@ -100,7 +100,8 @@ constexpr double kTensorCoreExpandedChunkOverhead = 23.5;
 // 8x14x14 convolution, 64x64x32 w32x32 S5, 4.25 -> 2.42 other instructions per mma.sync
 // expanded by five, 80 -> 128 registers; its 8x56x56 one, 256x64x16 w32x64 S4, 4.12 -> 2.41
 // by four, 138 -> 130. With two register stages the registers scattered (kt 32: +15 to +35
-// over the estimate; kt 64: -12 to +62).
+// over the estimate; kt 64: -12 to +62). Under Halide 14's runtime cap of 64 registers the
+// slots' addresses would spill (a 16x32 warp tile of three stages: ptxas 72 expanded).
 constexpr int kMaxExpandedChunks = 2;
 constexpr int kFewLaneAccumulators = 64;
 constexpr int kMaxExpandedChunksOfFewAccumulators = 6;
@@ -348,7 +349,7 @@ std::string first_violation(const Schedule &s, const GpuSpec &gpu, const ModelOp
         }
         return msg;
     }
-    *regs = estimate_registers(s, gpu);
+    *regs = estimate_registers(s, gpu, options.limits);
     const int reg_limit = register_limit(gpu, options.limits);
     if (*regs > reg_limit) {
         std::string msg =
@@ -616,16 +617,17 @@ const char *to_string(RuntimeLimits limits) {
 
 namespace {
 
-/** What a tensor-core schedule's main loop streams to its mma.sync. */
-TensorCoreStream stream_of(const Schedule &s) {
-    return {kAccumulatorsPerTile * s.mma_tiles_per_warp(), s.reg_stages};
+/** What a tensor-core schedule's main loop streams to its mma.sync, under `limits`. */
+TensorCoreStream stream_of(const Schedule &s, const GpuSpec &gpu, RuntimeLimits limits) {
+    return {kAccumulatorsPerTile * s.mma_tiles_per_warp(), s.reg_stages, register_limit(gpu, limits)};
 }
 
 }  // namespace
 
 int expanded_chunks(int period, const TensorCoreStream &stream, bool prefetch_in_place, std::optional<int64_t> trips) {
     const bool one_group = trips && *trips <= period;
-    const bool room = stream.lane_accumulators <= kFewLaneAccumulators && stream.fragment_stages <= 1;
+    const bool room = stream.lane_accumulators <= kFewLaneAccumulators && stream.fragment_stages <= 1 &&
+                      stream.register_limit > kHalideRuntimeRegisterCap;
     const int most = room ? kMaxExpandedChunksOfFewAccumulators : kMaxExpandedChunks;
     const bool expands = stream.lane_accumulators > 0 && !prefetch_in_place && period <= most;
     return expands && !one_group ? period : 1;
@@ -644,7 +646,7 @@ double tensor_core_step_cycles(const Schedule &s, const GpuSpec &gpu, double mma
     return s.reg_stages >= 2 ? std::max(gpu.smem_latency_cycles, step_mma) : gpu.smem_latency_cycles + step_mma;
 }
 
-int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
+int estimate_registers(const Schedule &s, const GpuSpec &gpu, RuntimeLimits limits) {
     if (s.tensor_cores) {
         // Per lane: c0..c3 of every 16 x 8 tile; per k step of fragments held, A's ldmatrix.x4
         // (4 per 16 rows) and B's (2 per 8 columns). ptxas unrolls a chunk's k steps and, with
@@ -660,8 +662,8 @@ int estimate_registers(const Schedule &s, const GpuSpec &gpu) {
         const int overhead =
             int(std::lround(kTensorCoreExtraPerAccumulator * accumulators)) + kTensorCoreAddressRegisters;
         // A loop expanded past two slots (whatever its trip count, which fits() does not know).
-        const int expansion =
-            expanded_chunks(s.smem_stages, stream_of(s), false, std::nullopt) > 2 ? kExpandedSlotRegisters : 0;
+        const bool expanded = expanded_chunks(s.smem_stages, stream_of(s, gpu, limits), false, std::nullopt) > 2;
+        const int expansion = expanded ? kExpandedSlotRegisters : 0;
         return accumulators + fragments + overhead + expansion;
     }
     const int accumulators = s.tm * s.tn;
@@ -807,7 +809,7 @@ Prediction predict(const Problem &p, const Schedule &s, const GpuSpec &gpu, cons
     if (s.tensor_cores) {
         // The whole-tile kernels' copies of tensor-core tiles are cp.async (or staged through
         // registers), never in place.
-        const bool expanded = expanded_chunks(s.smem_stages, stream_of(s), false, it.e) > 1;
+        const bool expanded = expanded_chunks(s.smem_stages, stream_of(s, gpu, options.limits), false, it.e) > 1;
         tensor_core_terms(s, gpu, mma_flops_per_clk(p, gpu), barriers, expanded, it);
     } else {
         simt_terms(s, gpu, async, barriers, it);

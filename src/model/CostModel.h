@@ -246,21 +246,26 @@ constexpr int kAddressAndLoopRegisters = 27;
  * with tensor cores, per lane: 4 accumulators per 16 x 8 tile of the warp tile, the fragments
  * of the k steps held (k_steps + 1 with R = 2, else min(k_steps, 2); 4 registers per 16 rows of
  * A and 2 per 8 columns of B, scaled by a share fitted to ptxas for one or for two register
- * stages), a few registers per accumulator and the address registers. docs/model.md explains
- * each term. */
-int estimate_registers(const Schedule &s, const GpuSpec &gpu);
+ * stages), a few registers per accumulator and the address registers, and 22 where the main
+ * loop is expanded past two slots (expanded_chunks: under the opt-in `limits` only). docs/model.md
+ * explains each term. */
+int estimate_registers(const Schedule &s, const GpuSpec &gpu, RuntimeLimits limits = RuntimeLimits::OptIn);
 
 /** What a pipelined loop streams to mma.sync, as expanded_chunks weighs it. */
 struct TensorCoreStream {
     int lane_accumulators = 0;  ///< the accumulators each lane of the mma.sync holds (0: none streamed)
     int fragment_stages = 1;    ///< the register stages of its fragments (R)
+    /** The registers a thread of the kernel may hold (Halide 14's runtime: 64). */
+    int register_limit = kHalideRuntimeRegisterCap;
 };
 
 /** How many chunks one trip of a pipelined steady state runs once its slots are expanded
  * (rewrite/ExpandSlots.h; 1: it stays rolled): `period`, the lcm of its buffers' stage counts,
  * where the loop streams a tensor-core operand's tile (`stream`), none of its prefetches stores
  * in place, the period is at most two, or at most six where the lanes hold at most 64
- * accumulators (a 32 x 64 warp tile) and the fragments one register stage, and it runs more
+ * accumulators (a 32 x 64 warp tile), the fragments one register stage and the kernel may hold
+ * more registers than Halide 14's runtime gives it (the slots' addresses take about 22 more),
+ * and it runs more
  * than one group of `period` chunks (`trips`: its trip count where that is a constant). The
  * rewrite expands by it and the model counts it (its issue, and the registers of a period
  * past two). */

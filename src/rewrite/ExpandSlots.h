@@ -25,7 +25,8 @@
  *
  * Which loops (expanded_copies, by model::expanded_chunks, the rule the cost model counts
  * with): those that stream a tensor-core operand, with two stages (up to six where each lane
- * holds at most 64 accumulators and the fragments have one register stage), and none of whose prefetches (the copies inside the loop)
+ * holds at most 64 accumulators, the fragments have one register stage and the kernel may hold
+ * more than the 64 registers of Halide 14's runtime), and none of whose prefetches (the copies inside the loop)
  * stores in place: each is a cp.async or staged through registers (IssuedCopy::in_place; the
  * prologue's may store in place). A tensor-core body is short (one mma.sync is 4096
  * multiply-adds), so the slot arithmetic is a large share of it; a SIMT body is many times

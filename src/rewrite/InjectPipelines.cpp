@@ -314,6 +314,7 @@ class InjectPipelines : public IRMutator {
             if (operand == tensor_core_operands.end()) continue;
             stream.lane_accumulators = std::max(stream.lane_accumulators, operand->second.lane_accumulators);
             stream.fragment_stages = std::max(stream.fragment_stages, operand->second.fragment_stages);
+            stream.register_limit = operand->second.register_limit;
         }
         // Expanded by its slots at the end of the rewrite (ExpandSlots.h), where that pays.
         return mark_for_expansion(

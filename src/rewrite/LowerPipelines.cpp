@@ -133,11 +133,13 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
     for (const TensorCoreUse &u : uses) {
         const auto r = register_stages.find(u.accumulator);
         const model::TensorCoreStream stream{u.tile.warp_m * u.tile.warp_n / 32,
-                                             r == register_stages.end() ? 1 : r->second};
+                                             r == register_stages.end() ? 1 : r->second,
+                                             fragment_register_limit(options)};
         for (const std::string &operand : {u.a, u.b}) {
             model::TensorCoreStream &o = operands[operand];
             o.lane_accumulators = std::max(o.lane_accumulators, stream.lane_accumulators);
             o.fragment_stages = std::max(o.fragment_stages, stream.fragment_stages);
+            o.register_limit = stream.register_limit;
         }
     }
     for (const auto &r : pipelines) {

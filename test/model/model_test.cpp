@@ -814,7 +814,8 @@ TEST(TensorCores, LoopsExpandBySlotsWhereTheLanesHaveRegistersToSpare) {
     // Two stages at any warp tile; up to six where a lane holds at most 64 accumulators (a
     // 32 x 64 warp tile) and the fragments one register stage; none without a tensor-core
     // operand, with copies in place, or in one group of chunks.
-    const TensorCoreStream w64x64{128, 1}, w32x64{64, 1}, w32x32{32, 1}, w32x32_r2{32, 2}, none{0, 1};
+    const TensorCoreStream w64x64{128, 1, 255}, w32x64{64, 1, 255}, w32x32{32, 1, 255}, w32x32_r2{32, 2, 255},
+        none{0, 1, 255}, capped{32, 1, kHalideRuntimeRegisterCap};
     EXPECT_EQ(expanded_chunks(2, w64x64, false, std::nullopt), 2);
     EXPECT_EQ(expanded_chunks(3, w64x64, false, std::nullopt), 1);
     EXPECT_EQ(expanded_chunks(5, w32x32, false, std::nullopt), 5);
@@ -822,13 +823,19 @@ TEST(TensorCores, LoopsExpandBySlotsWhereTheLanesHaveRegistersToSpare) {
     EXPECT_EQ(expanded_chunks(7, w32x32, false, std::nullopt), 1);
     EXPECT_EQ(expanded_chunks(3, w32x32_r2, false, std::nullopt), 1);
     EXPECT_EQ(expanded_chunks(2, w32x32_r2, false, std::nullopt), 2);
+    // Under Halide 14's runtime cap the slots' addresses would spill: two slots only.
+    EXPECT_EQ(expanded_chunks(3, capped, false, std::nullopt), 1);
+    EXPECT_EQ(expanded_chunks(2, capped, false, std::nullopt), 2);
     EXPECT_EQ(expanded_chunks(2, none, false, std::nullopt), 1);
     EXPECT_EQ(expanded_chunks(2, w32x32, true, std::nullopt), 1);
     EXPECT_EQ(expanded_chunks(5, w32x32, false, int64_t(5)), 1);
-    // The register estimate holds the expanded slots' addresses past two (22, fitted).
+    // The register estimate holds the expanded slots' addresses past two (22, fitted), where
+    // the loop expands: under the opt-in limits.
     EXPECT_EQ(estimate_registers(tc(64, 64, 32, 32, 32, 3, 1), gpu("h200")) -
                   estimate_registers(tc(64, 64, 32, 32, 32, 2, 1), gpu("h200")),
               22);
+    EXPECT_EQ(estimate_registers(tc(64, 64, 32, 32, 32, 3, 1), gpu("h200"), RuntimeLimits::HalideDefault),
+              estimate_registers(tc(64, 64, 32, 32, 32, 2, 1), gpu("h200"), RuntimeLimits::HalideDefault));
     EXPECT_EQ(estimate_registers(tc(128, 128, 32, 64, 64, 3, 1), gpu("h200")),
               estimate_registers(tc(128, 128, 32, 64, 64, 2, 1), gpu("h200")));
 }
