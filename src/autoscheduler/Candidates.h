@@ -54,11 +54,11 @@ int64_t chunk_count(const Contraction &c, int kt);
 /** Whether the edge blocks along M of `s` on `c` shift inwards over their neighbours
  * (alcop::schedule_block_tile with TailStrategy::ShiftInwards), so that every output at least
  * one block tile large along M (and whole tiles along N) runs the kernel of whole tiles: with
- * tensor cores, whose other kernel
- * gathers 2-byte elements at clamped coordinates (the plugin's 8x14x14 convolution: 64-row
- * tiles of 8 x 8 pixels, predicted twice as fast as the 16 rows that tile 14 x 14 x 8 exactly),
- * where the output's stage that reads the accumulators is a pure definition (`out += f` would
- * add the overlap twice). The SIMT schedule keeps guarded edge blocks. */
+ * tensor cores, whose other kernel gathers 2-byte elements at clamped coordinates (the plugin's
+ * 8x14x14 convolution: 64-row tiles of 8 x 8 pixels, predicted twice as fast as the 16 rows
+ * that tile 14 x 14 x 8 exactly), where the output's stage that reads the accumulators is a
+ * pure definition (`out += f` would add the overlap twice). The SIMT schedule keeps guarded
+ * edge blocks. */
 bool shifts_edge_blocks(const Contraction &c, const model::Schedule &s);
 
 /** Whether a tensor-core candidate's register stages can apply: R = 1, or both tiles pipelined

@@ -362,7 +362,8 @@ std::optional<Contraction> recognize_contraction(const std::vector<Function> &ou
         for (const Call *call : func_calls(value)) {
             if (!Function(call->func).has_update_definition()) continue;
             if (copy && copy->name != call->name) {
-                return fail("the output " + out.name() + " reads two reductions, " + copy->name + " and " + call->name);
+                return fail("the output " + out.name() + " reads two reductions, " + copy->name + " and " +
+                            call->name);
             }
             for (size_t i = 0; copy && i < call->args.size(); i++) {
                 if (!equal(call->args[i], copy->args[i])) {
