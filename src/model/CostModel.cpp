@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <functional>
 #include <limits>
 
 namespace alcop {
@@ -480,25 +479,24 @@ Problem make_conv2d_nhwc(const Conv2dShape &c, Element element) {
 
 namespace {
 
-/** Factors of `rows` over extents[d...] as m_tile_shape lays them out (`step`: what the first
- * must be a multiple of), those that tile the extents exactly when `exact`, else any; each
- * complete factorization goes to `take`, widest first. */
-void factor_m_tile(int rows, int step, const std::vector<int64_t> &extents, size_t d, bool exact,
-                   std::vector<int> &prefix, const std::function<void(const std::vector<int> &)> &take) {
+/** The first factorization of `rows` over extents[d...] as m_tile_shape lays it out (`step`:
+ * what the first factor must be a multiple of), widest first, among those that tile the extents
+ * exactly when `exact`, else among any; nothing if there is none. */
+std::optional<std::vector<int>> factor_m_tile(int rows, int step, const std::vector<int64_t> &extents, size_t d,
+                                              bool exact) {
     if (d + 1 == extents.size()) {
-        if (rows % step || (exact && extents[d] % rows)) return;
-        prefix.push_back(rows);
-        take(prefix);
-        prefix.pop_back();
-        return;
+        if (rows % step || (exact && extents[d] % rows)) return std::nullopt;
+        return std::vector<int>{rows};
     }
     for (int f = rows; f >= step; f /= 2) {
         if (f % step || rows % f) continue;
         if (exact ? extents[d] % f != 0 : f > extents[d] && f != step) continue;
-        prefix.push_back(f);
-        factor_m_tile(rows / f, 1, extents, d + 1, exact, prefix, take);
-        prefix.pop_back();
+        if (std::optional<std::vector<int>> rest = factor_m_tile(rows / f, 1, extents, d + 1, exact)) {
+            rest->insert(rest->begin(), f);
+            return rest;
+        }
     }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -508,18 +506,13 @@ std::vector<int> m_tile_shape(const Schedule &s, const std::vector<int64_t> &ext
     if (tiled == 0 || s.bm <= 0) return {};
     const std::vector<int64_t> dims(extents.begin(), extents.begin() + tiled);
     const int step = s.tensor_cores ? 1 : std::max(1, s.tm);
-    std::vector<int> prefix, best;
-    // Exact factors, else any: the widest first along the first dimensions (the first found).
-    // (The fewest tiles would make the 8x14x14 convolution's 64-row tile 8 x 2 x 4 pixels,
-    // whose warp tiles of 32 rows cross images: its accumulators then stayed a whole block
-    // tile, 4096 floats, rather than each lane's window.)
-    for (bool exact : {true, false}) {
-        factor_m_tile(s.bm, step, dims, 0, exact, prefix, [&](const std::vector<int> &t) {
-            if (best.empty()) best = t;
-        });
-        if (!best.empty()) break;
-    }
-    return best;
+    // Exact factors, else any: the widest first along the first dimensions. (The fewest tiles
+    // would make the 8x14x14 convolution's 64-row tile 8 x 2 x 4 pixels, whose warp tiles of 32
+    // rows cross images: its accumulators then stayed a whole block tile, 4096 floats, rather
+    // than each lane's window.)
+    std::optional<std::vector<int>> tile = factor_m_tile(s.bm, step, dims, 0, true);
+    if (!tile) tile = factor_m_tile(s.bm, step, dims, 0, false);
+    return tile ? *tile : std::vector<int>{};
 }
 
 int64_t m_block_tiles(const Problem &p, const Schedule &s) {
