@@ -612,10 +612,20 @@ namespace {
 
 /** What a tensor-core schedule's main loop streams to its mma.sync, under `limits`. */
 TensorCoreStream stream_of(const Schedule &s, const GpuSpec &gpu, RuntimeLimits limits) {
-    return {kAccumulatorsPerTile * s.mma_tiles_per_warp(), s.reg_stages, register_limit(gpu, limits)};
+    return {lane_accumulators(s.tm, s.tn), s.reg_stages, register_limit(gpu, limits)};
 }
 
 }  // namespace
+
+void TensorCoreStream::merge(const TensorCoreStream &other) {
+    lane_accumulators = std::max(lane_accumulators, other.lane_accumulators);
+    fragment_stages = std::max(fragment_stages, other.fragment_stages);
+    register_limit = other.register_limit;
+}
+
+int lane_accumulators(int warp_m, int warp_n) {
+    return kAccumulatorsPerTile * (warp_m / kMmaM) * (warp_n / kMmaN);
+}
 
 int expanded_chunks(int period, const TensorCoreStream &stream, bool prefetch_in_place, std::optional<int64_t> trips) {
     const bool one_group = trips && *trips <= period;
@@ -647,7 +657,7 @@ int estimate_registers(const Schedule &s, const GpuSpec &gpu, RuntimeLimits limi
         // run (two steps held where a chunk has two or more); with two, the pass's prefetch of
         // the next chunk's first step comes on top of the chunk's steps. Tensor cores need
         // sm_80, so copies are cp.async: no staging registers.
-        const int accumulators = kAccumulatorsPerTile * s.mma_tiles_per_warp();
+        const int accumulators = lane_accumulators(s.tm, s.tn);
         const int k_steps = s.kt / kMmaK;
         const int steps_held = s.reg_stages > 1 ? k_steps + 1 : std::min(k_steps, 2);
         const double held = s.reg_stages > 1 ? kTensorCoreFragmentsHeldTwoStages : kTensorCoreFragmentsHeldOneStage;

@@ -257,7 +257,15 @@ struct TensorCoreStream {
     int fragment_stages = 1;    ///< the register stages of its fragments (R)
     /** The registers a thread of the kernel may hold (Halide 14's runtime: 64). */
     int register_limit = kHalideRuntimeRegisterCap;
+
+    /** Widens this stream by `other`, for a loop whose operands feed both: the most
+     * accumulators and register stages of either (a kernel has one register limit). */
+    void merge(const TensorCoreStream &other);
 };
+
+/** The accumulators each lane holds for a warp tile of warp_m x warp_n outputs: four per
+ * 16 x 8 tile of mma.sync. */
+int lane_accumulators(int warp_m, int warp_n);
 
 /** How many chunks one trip of a pipelined steady state runs once its slots are expanded
  * (rewrite/ExpandSlots.h; 1: it stays rolled): `period`, the lcm of its buffers' stage counts,

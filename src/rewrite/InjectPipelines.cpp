@@ -311,10 +311,7 @@ class InjectPipelines : public IRMutator {
             addresses.erase(b.func);
             stages.push_back(b.stages);
             const auto operand = tensor_core_operands.find(b.func);
-            if (operand == tensor_core_operands.end()) continue;
-            stream.lane_accumulators = std::max(stream.lane_accumulators, operand->second.lane_accumulators);
-            stream.fragment_stages = std::max(stream.fragment_stages, operand->second.fragment_stages);
-            stream.register_limit = operand->second.register_limit;
+            if (operand != tensor_core_operands.end()) stream.merge(operand->second);
         }
         // Expanded by its slots at the end of the rewrite (ExpandSlots.h), where that pays.
         return mark_for_expansion(

@@ -132,14 +132,11 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
     std::set<std::string> pipelined;
     for (const TensorCoreUse &u : uses) {
         const auto r = register_stages.find(u.accumulator);
-        const model::TensorCoreStream stream{u.tile.warp_m * u.tile.warp_n / 32,
+        const model::TensorCoreStream stream{model::lane_accumulators(u.tile.warp_m, u.tile.warp_n),
                                              r == register_stages.end() ? 1 : r->second,
                                              fragment_register_limit(options)};
         for (const std::string &operand : {u.a, u.b}) {
-            model::TensorCoreStream &o = operands[operand];
-            o.lane_accumulators = std::max(o.lane_accumulators, stream.lane_accumulators);
-            o.fragment_stages = std::max(o.fragment_stages, stream.fragment_stages);
-            o.register_limit = stream.register_limit;
+            operands[operand].merge(stream);
         }
     }
     for (const auto &r : pipelines) {
