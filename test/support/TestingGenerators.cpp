@@ -60,6 +60,16 @@ alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, b
     return hooks;
 }
 
+/** `options` with the testing generators' `register_limit` (0: as they are). Under 64, the
+ * limit of Halide 14's CUDA runtime, a main loop of small warp tiles stays rolled
+ * (model::expanded_chunks) where OpenCL's default of 255 expands it by its three to six slots:
+ * pocl then compiles the kernel in minutes rather than seconds, which one variant of a test
+ * pays and the rest need not. */
+alcop::Options limited(alcop::Options options, int register_limit) {
+    if (register_limit) options.register_limit = register_limit;
+    return options;
+}
+
 template<bool Batched>
 class TestingMatMul : public alcop_generators::MatMulGenerator<TestingMatMul<Batched>, Batched> {
     using Base = alcop_generators::MatMulGenerator<TestingMatMul<Batched>, Batched>;
@@ -73,9 +83,11 @@ public:
     GeneratorParam<bool> emulated_async{"emulated_async", false};
     // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
     GeneratorParam<TensorCoreFault> tc_fault{"tc_fault", TensorCoreFault::None, tensor_core_fault_names};
+    // alcop::Options::register_limit (0: the target's default), see limited().
+    GeneratorParam<int> register_limit{"register_limit", 0, 0, 255};
 
     void enable_pipelines(const alcop::Options &options) {
-        alcop::testing::enable(this->get_pipeline(), options,
+        alcop::testing::enable(this->get_pipeline(), limited(options, register_limit),
                                testing_hooks(this->get_target(), fault, emulated_async, tc_fault));
     }
 };
@@ -84,9 +96,11 @@ class TestingConv2d : public alcop_generators::Conv2dGenerator<TestingConv2d> {
 public:
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
+    GeneratorParam<int> register_limit{"register_limit", 0, 0, 255};
 
     void enable_pipelines(const alcop::Options &options) {
-        alcop::testing::enable(get_pipeline(), options, testing_hooks(get_target(), fault, emulated_async));
+        alcop::testing::enable(get_pipeline(), limited(options, register_limit),
+                               testing_hooks(get_target(), fault, emulated_async));
     }
 };
 
