@@ -164,6 +164,22 @@ TEST(AsyncCopies, BrokenPipelinesAreCaught) {
     }
 }
 
+// A tensor-core operand tile left unswizzled is a warning that says why, never one with the
+// reason left empty (as it was where no write of the tile's copies lies inside its production:
+// the async-visibility emulation writes the slots at the wait).
+TEST(AsyncCopies, AnUnswizzledTileSaysWhy) {
+    testing::internal::CaptureStderr();
+    const std::string ptx =
+        ptx_of("testing_gemm", "host-cuda-cuda_capability_80", {{"type", "f16"}, {"emulated_async", "true"}});
+    const std::string warned = testing::internal::GetCapturedStderr();
+    ASSERT_FALSE(ptx.empty());
+    for (const char *tile : {"A_shared", "B_shared"}) {
+        EXPECT_NE(warned.find(std::string("the tensor-core operand tile ") + tile), std::string::npos) << warned;
+    }
+    EXPECT_EQ(warned.find("bank-conflicted: ."), std::string::npos) << warned;
+    EXPECT_EQ(count(warned, "bank-conflicted: no write of its copies was found inside its production."), 2) << warned;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Gemm, AsyncCopies,
     ::testing::Values(Case{"host-cuda-cuda_capability_80", 1}, Case{"host-cuda-cuda_capability_80", 2},
