@@ -5,7 +5,9 @@
 // EmulatedAsyncCopies.h).
 // Everything else is the production generator's (generators/MatMulGenerator.h,
 // Conv2dGenerator.h); these go in through the pass's internal test hook
-// (src/directive/TestHooks.h), never through the public Options. On an OpenCL target every
+// (src/directive/TestHooks.h), never through the public Options. One more, `register_limit`,
+// is a public Option that the production generators derive from `limits` (limited() says why
+// the tests set it). On an OpenCL target every
 // testing generator emulates the tensor-core instructions (EmulatedTensorCores.h), so that
 // pocl runs them; and testing_tc_gemm is the user's fp16/bf16 GEMM of the tensor-core tests
 // (test/tensorcore/TensorCoreGemm.h) as a generator.
@@ -60,7 +62,7 @@ alcop::testing::Hooks testing_hooks(const Halide::Target &target, Fault fault, b
     return hooks;
 }
 
-/** `options` with the testing generators' `register_limit` (0: as they are). Under 64, the
+/** `options` with the testing generators' `register_limit` (0: as they are). At 64, the
  * limit of Halide 14's CUDA runtime, a main loop of small warp tiles stays rolled
  * (model::expanded_chunks) where OpenCL's default of 255 expands it by its three to six slots:
  * pocl then compiles the kernel in minutes rather than seconds, which one variant of a test
@@ -96,6 +98,7 @@ class TestingConv2d : public alcop_generators::Conv2dGenerator<TestingConv2d> {
 public:
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
+    // As TestingMatMul's.
     GeneratorParam<int> register_limit{"register_limit", 0, 0, 255};
 
     void enable_pipelines(const alcop::Options &options) {
