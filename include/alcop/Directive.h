@@ -38,7 +38,9 @@ Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
  * least `blocks` blocks of it must fit on one SM, so ptxas keeps each thread's registers
  * within what that occupancy leaves (65536 / (threads x blocks)), spilling if it must, as
  * __launch_bounds__(threads, blocks) does in CUDA C++; the threads are the kernel's own.
- * Other targets ignore it; blocks < 1 is a user error. Returns f. */
+ * A kernel whose estimated registers exceed what the bound leaves gets the pass's register
+ * warning (Options::spills_are_errors). Other targets ignore it; blocks < 1 is a user error.
+ * Returns f. */
 Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
 
 /** Compute the inner product of the accumulator `f` with tensor cores (CUDA, sm_80 or newer):

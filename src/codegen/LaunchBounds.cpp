@@ -39,30 +39,52 @@ public:
     bool constant = true;
 };
 
-class MarkLaunchBounds : public IRMutator {
-    using IRMutator::visit;
+/** The launch bounds of the kernels inside the productions `requests` names, by the kernel's
+ * outermost block loop (a node, not a name: the kernels of a Func's specializations share
+ * their loops' names but may differ in block size). */
+class CollectLaunchBounds : public IRVisitor {
+    using IRVisitor::visit;
     const std::map<std::string, int> &requests;
     int blocks = 0;  // of the Func being produced; 0 outside requested productions
 
-    Stmt visit(const ProducerConsumer *op) override {
+    void visit(const ProducerConsumer *op) override {
         auto it = requests.find(op->name);
-        if (!op->is_producer || it == requests.end()) return IRMutator::visit(op);
+        if (!op->is_producer || it == requests.end()) {
+            IRVisitor::visit(op);
+            return;
+        }
         const int outer = blocks;
         blocks = it->second;
-        Stmt body = mutate(op->body);
+        op->body.accept(this);
         blocks = outer;
-        return ProducerConsumer::make_produce(op->name, body);
     }
 
-    Stmt visit(const For *op) override {
+    void visit(const For *op) override {
         if (!blocks || op->for_type != ForType::GPUBlock || op->device_api != DeviceAPI::CUDA) {
-            return IRMutator::visit(op);
+            IRVisitor::visit(op);
+            return;
         }
-        // The kernel: mark the body of its innermost block loop.
         BlockSize size;
         op->body.accept(&size);
-        if (!size.constant || size.threads <= 0) return op;
-        return mark_innermost(op, Call::make(Int(32), launch_bounds_name, {(int)size.threads, blocks}, Call::Extern));
+        if (size.constant && size.threads > 0) kernels[op] = {(int)size.threads, blocks};
+    }
+
+public:
+    explicit CollectLaunchBounds(const std::map<std::string, int> &requests) : requests(requests) {
+    }
+    std::map<const For *, LaunchBounds> kernels;
+};
+
+/** Marks the body of each kernel's innermost block loop with its launch bounds. */
+class MarkLaunchBounds : public IRMutator {
+    using IRMutator::visit;
+    const std::map<const For *, LaunchBounds> &kernels;
+
+    Stmt visit(const For *op) override {
+        auto it = kernels.find(op);
+        if (it == kernels.end()) return IRMutator::visit(op);
+        return mark_innermost(
+            op, Call::make(Int(32), launch_bounds_name, {it->second.threads, it->second.blocks_per_sm}, Call::Extern));
     }
 
     static Stmt mark_innermost(const For *op, const Expr &marker) {
@@ -76,15 +98,29 @@ class MarkLaunchBounds : public IRMutator {
     }
 
 public:
-    MarkLaunchBounds(const std::map<std::string, int> &requests) : requests(requests) {
+    explicit MarkLaunchBounds(const std::map<const For *, LaunchBounds> &kernels) : kernels(kernels) {
     }
 };
 
 }  // namespace
 
+std::map<std::string, LaunchBounds> kernel_launch_bounds(const Stmt &s,
+                                                         const std::map<std::string, int> &blocks_per_sm) {
+    if (blocks_per_sm.empty()) return {};
+    CollectLaunchBounds collect(blocks_per_sm);
+    s.accept(&collect);
+    std::map<std::string, LaunchBounds> bounds;
+    for (const auto &[loop, b] : collect.kernels) {
+        bounds[loop->name] = b;
+    }
+    return bounds;
+}
+
 Stmt mark_launch_bounds(const Stmt &s, const std::map<std::string, int> &blocks_per_sm) {
     if (blocks_per_sm.empty()) return s;
-    return MarkLaunchBounds(blocks_per_sm).mutate(s);
+    CollectLaunchBounds collect(blocks_per_sm);
+    s.accept(&collect);
+    return MarkLaunchBounds(collect.kernels).mutate(s);
 }
 
 }  // namespace alcop

@@ -24,6 +24,18 @@
 
 namespace alcop {
 
+/** A kernel's launch bounds: its block size and the blocks per SM asked for. */
+struct LaunchBounds {
+    int threads = 0;
+    int blocks_per_sm = 0;
+};
+
+/** The launch bounds of each CUDA kernel of the Funcs in `blocks_per_sm` (keyed by Func name)
+ * whose block size is a constant, keyed by the name of the kernel's outermost gpu_block loop
+ * (as analysis/KernelRegisters.h names kernels; where two kernels share it, the last one's). */
+std::map<std::string, LaunchBounds> kernel_launch_bounds(const Halide::Internal::Stmt &s,
+                                                         const std::map<std::string, int> &blocks_per_sm);
+
 /** Marks the kernels of the Funcs in `blocks_per_sm` (keyed by Func name). */
 Halide::Internal::Stmt mark_launch_bounds(const Halide::Internal::Stmt &s,
                                           const std::map<std::string, int> &blocks_per_sm);

@@ -72,6 +72,14 @@ int register_limit(const Options &options, std::string *why) {
     return model::default_gpu().max_registers_per_thread;
 }
 
+/** The registers per thread that `bounds` leave: the SM's registers over the blocks asked
+ * for, in whole warps, rounded down to the 8-register steps ptxas allocates in. */
+int launch_bound_registers(const model::GpuSpec &gpu, const LaunchBounds &bounds) {
+    const int64_t threads = int64_t(bounds.blocks_per_sm) * ((bounds.threads + 31) / 32 * 32);
+    const int64_t per_thread = threads > 0 ? gpu.registers_per_sm / threads / 8 * 8 : gpu.max_registers_per_thread;
+    return int(std::min<int64_t>(per_thread, gpu.max_registers_per_thread));
+}
+
 }  // namespace
 
 int64_t kernel_shared_memory_limit(const Options &options, DeviceAPI device) {
@@ -145,10 +153,26 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
     }
 }
 
-void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options) {
+void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options,
+                            const std::map<std::string, LaunchBounds> &bounds) {
     for (const KernelRegisters &k : kernels) {
         std::string why;
-        const int limit = register_limit(options, &why);
+        int limit = register_limit(options, &why);
+        bool by_launch_bounds = false;
+        const auto bound = bounds.find(k.kernel);
+        if (bound != bounds.end()) {
+            const model::GpuSpec &gpu = model::default_gpu();
+            const int cap = launch_bound_registers(gpu, bound->second);
+            if (cap < limit) {
+                limit = cap;
+                by_launch_bounds = true;
+                why = "what alcop::min_blocks_per_sm(" + (k.func.empty() ? k.kernel : user_name(k.func)) + ", " +
+                      std::to_string(bound->second.blocks_per_sm) + ") leaves a thread: ptxas fits " +
+                      std::to_string(bound->second.blocks_per_sm) + " blocks of " +
+                      std::to_string(bound->second.threads) + " threads into the " +
+                      std::to_string(gpu.registers_per_sm) + " registers of an SM";
+            }
+        }
         debug(1) << "alcop: kernel " << k.kernel << ": " << k.registers << " registers per thread estimated ("
                  << k.basis << "), limit " << limit << "\n";
         if (k.registers <= limit) continue;
@@ -158,7 +182,8 @@ void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const O
                 << " is estimated to need " << k.registers << " registers per thread (" << k.basis
                 << "), more than the limit of " << limit << " (" << why << "): ptxas would spill the rest to local "
                 << "memory, which makes a kernel several times slower. Use smaller tiles or fewer register stages"
-                << (cuda && !options.cuda_opt_in && options.register_limit == 0 ?
+                << (by_launch_bounds ? ", or ask for fewer blocks per SM" : "")
+                << (cuda && !options.cuda_opt_in && options.register_limit == 0 && !by_launch_bounds ?
                         ", or link HalideAlcop::cuda_opt_in (alcop/CudaOptIn.h), which lifts the cap to " +
                             std::to_string(model::register_limit(model::default_gpu(), model::RuntimeLimits::OptIn)) +
                             ", and declare it with alcop::Options::cuda_opt_in" :

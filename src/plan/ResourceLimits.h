@@ -20,6 +20,7 @@
 #include "analysis/FragmentAnalysis.h"
 #include "analysis/KernelRegisters.h"
 #include "analysis/PipelineAnalysis.h"
+#include "codegen/LaunchBounds.h"
 #include "plan/PipelinePlan.h"
 
 #include <vector>
@@ -37,8 +38,11 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
 
 /** Each kernel whose estimated registers (analysis/KernelRegisters.h, on the rewritten Stmt)
  * exceed the register limit: a warning naming its Func, the estimate and its basis, the limit
- * and why, and the fix; a user error with Options::spills_are_errors. */
-void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options);
+ * and why, and the fix; a user error with Options::spills_are_errors. A kernel with launch
+ * bounds (`bounds`, by kernel: alcop::min_blocks_per_sm) is limited to what they leave a
+ * thread, where that is less: ptxas caps its registers to fit the blocks asked for. */
+void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options,
+                            const std::map<std::string, LaunchBounds> &bounds = {});
 
 }  // namespace alcop
 

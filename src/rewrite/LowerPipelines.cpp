@@ -109,10 +109,11 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
                     collect_requests(outputs);
     Stmt result = pipelines_and_tensor_cores(s, requests, tensor_cores, options_, hooks);
     result = compact_thread_registers(result);
+    const std::map<std::string, int> blocks_per_sm = collect_launch_bounds(outputs);
     check_kernel_registers(estimate_kernel_registers(result, tensor_cores, fragment_stages(tensor_cores, requests)),
-                           options_);
+                           options_, kernel_launch_bounds(result, blocks_per_sm));
     result = hooks.output ? hooks.output(result) : result;
-    result = mark_launch_bounds(result, collect_launch_bounds(outputs));
+    result = mark_launch_bounds(result, blocks_per_sm);
     if (observer()) {
         observer()(s, result, requests);
     }
