@@ -73,10 +73,14 @@ int register_limit(const Options &options, std::string *why) {
 }
 
 /** The registers per thread that `bounds` leave: the SM's registers over the blocks asked
- * for, in whole warps, rounded down to the 8-register steps ptxas allocates in. */
+ * for, in whole warps, rounded down to the steps registers are allocated in (a warp's
+ * allocation unit, 8 a thread). */
 int launch_bound_registers(const model::GpuSpec &gpu, const LaunchBounds &bounds) {
-    const int64_t threads = int64_t(bounds.blocks_per_sm) * ((bounds.threads + 31) / 32 * 32);
-    const int64_t per_thread = threads > 0 ? gpu.registers_per_sm / threads / 8 * 8 : gpu.max_registers_per_thread;
+    const int64_t warps = (bounds.threads + gpu.warp_size - 1) / gpu.warp_size;
+    const int64_t threads = int64_t(bounds.blocks_per_sm) * warps * gpu.warp_size;
+    const int64_t step = gpu.register_alloc_unit / gpu.warp_size;
+    const int64_t per_thread =
+        threads > 0 ? gpu.registers_per_sm / threads / step * step : gpu.max_registers_per_thread;
     return int(std::min<int64_t>(per_thread, gpu.max_registers_per_thread));
 }
 
