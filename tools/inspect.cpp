@@ -30,7 +30,9 @@
 using namespace Halide;
 using namespace Halide::Internal;
 
-int main(int argc, char **argv) {
+namespace {
+
+int inspect_main(int argc, char **argv) {
     if (argc < 2) {
         std::cerr << "usage: " << argv[0] << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--verbose]\n"
                   << "generators:";
@@ -129,4 +131,19 @@ int main(int argc, char **argv) {
         alcop::inspect(generator, target, [&]() { return gen->build_module(generator); }, options);
     std::cout << report;
     return report.find("the ALCOP pass of this process did not lower") == std::string::npos ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // A generator's user errors (a bad GeneratorParam, a schedule the pass rejects) are
+    // Halide::CompileError: printed as Halide prints them, and the exit status says so, where
+    // uncaught they would end in std::terminate.
+    try {
+        return inspect_main(argc, argv);
+    } catch (const Halide::Error &e) {
+        const std::string message = e.what();
+        std::cerr << message << (message.empty() || message.back() != '\n' ? "\n" : "");
+        return 1;
+    }
 }

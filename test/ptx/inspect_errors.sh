@@ -1,0 +1,33 @@
+#!/bin/bash
+# alcop_inspect on bad input, as a new user gives it: each case must end with exit status 1 and
+# Halide's error message naming what is wrong, never with std::terminate (status 134 and
+# "terminate called after throwing an instance of 'Halide::CompileError'").
+# Usage: inspect_errors.sh path/to/alcop_inspect
+inspect=$1
+failed=0
+
+# expect <text the message must hold> <alcop_inspect arguments...>
+expect() {
+    local want=$1
+    shift
+    local out rc
+    out=$("$inspect" "$@" 2>&1)
+    rc=$?
+    if [ $rc -ne 1 ] || ! grep -qF -- "$want" <<< "$out" || grep -q "terminate called" <<< "$out"; then
+        echo "FAILED: alcop_inspect $* (exit status $rc, wanted 1 and a message with '$want'):"
+        echo "$out" | tail -5
+        failed=1
+    else
+        echo "ok: alcop_inspect $*: $(grep -F -- "$want" <<< "$out" | head -1)"
+    fi
+}
+
+cuda=target=host-cuda-cuda_capability_80
+# A GeneratorParam's value the generator rejects, one it does not have, an unknown value of an
+# enumeration, a target Halide cannot parse, and a schedule the ALCOP pass rejects.
+expect "warp_m (48) and warp_n (64) must divide block_m (128)" gemm $cuda type=f16 warp_m=48
+expect "no GeneratorParam named: bogus" gemm $cuda bogus=1
+expect "Enumeration value not found: f64" gemm $cuda type=f64
+expect "Did not understand Halide target host-cuda-nonsense" gemm target=host-cuda-nonsense
+expect "more than the limit of 49152 bytes" gemm $cuda type=f16 stages=9
+exit $failed
