@@ -37,6 +37,13 @@ struct KernelRegisters {
     std::string basis;
 };
 
+/** A kernel's launch bounds (alcop::min_blocks_per_sm): its block size and the blocks per SM
+ * asked for, which cap its registers (codegen/LaunchBounds.h finds and marks them). */
+struct LaunchBounds {
+    int threads = 0;
+    int blocks_per_sm = 0;
+};
+
 /** Each kernel of `s` and its estimate. `uses`: the tensor-core requests the analysis accepted;
  * `register_stages`: per accumulator, alcop::pipeline(P, R, Level::Register). */
 std::vector<KernelRegisters> estimate_kernel_registers(const Halide::Internal::Stmt &s,

@@ -17,18 +17,14 @@
  * left alone (a .maxntid below the launch's block would make the launch fail).
  */
 
+#include "analysis/KernelRegisters.h"
+
 #include "Halide.h"
 
 #include <map>
 #include <string>
 
 namespace alcop {
-
-/** A kernel's launch bounds: its block size and the blocks per SM asked for. */
-struct LaunchBounds {
-    int threads = 0;
-    int blocks_per_sm = 0;
-};
 
 /** The launch bounds of each CUDA kernel of the Funcs in `blocks_per_sm` (keyed by Func name)
  * whose block size is a constant, keyed by the name of the kernel's outermost gpu_block loop

@@ -159,6 +159,9 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
 
 void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options,
                             const std::map<std::string, LaunchBounds> &bounds) {
+    // The kernels of a Func's specializations (its whole-tile and partial-tile ones) share its
+    // name and mostly its estimate: each distinct message is said once.
+    std::set<std::string> said;
     for (const KernelRegisters &k : kernels) {
         std::string why;
         int limit = register_limit(options, &why);
@@ -193,6 +196,7 @@ void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const O
                             ", and declare it with alcop::Options::cuda_opt_in" :
                         std::string())
                 << ".\n";
+        if (!said.insert(message.str()).second) continue;
         if (options.spills_are_errors) {
             user_error << message.str();
         } else {

@@ -20,7 +20,6 @@
 #include "analysis/FragmentAnalysis.h"
 #include "analysis/KernelRegisters.h"
 #include "analysis/PipelineAnalysis.h"
-#include "codegen/LaunchBounds.h"
 #include "plan/PipelinePlan.h"
 
 #include <vector>
@@ -40,7 +39,8 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
  * exceed the register limit: a warning naming its Func, the estimate and its basis, the limit
  * and why, and the fix; a user error with Options::spills_are_errors. A kernel with launch
  * bounds (`bounds`, by kernel: alcop::min_blocks_per_sm) is limited to what they leave a
- * thread, where that is less: ptxas caps its registers to fit the blocks asked for. */
+ * thread, where that is less: ptxas caps its registers to fit the blocks asked for. Each
+ * distinct message is said once (a Func's specializations share their kernel's name). */
 void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const Options &options,
                             const std::map<std::string, LaunchBounds> &bounds = {});
 

@@ -45,6 +45,16 @@ TEST(RegisterLimit, ATensorCoreKernelOverTheStockCapIsAWarningNamingTheFix) {
         << w;
 }
 
+// The default GEMM has two kernels of `out` (its whole-tile and partial-tile specializations),
+// which share the kernel's name and the estimate: one warning, not the same line twice.
+TEST(RegisterLimit, OneWarningForAFuncsSpecializations) {
+    const std::string w = warnings_of("gemm", {{"type", "f16"}});
+    const std::string line = "alcop: the GPU kernel of out is estimated to need";
+    size_t count = 0;
+    for (size_t at = w.find(line); at != std::string::npos; at = w.find(line, at + 1)) count++;
+    EXPECT_EQ(count, 1u) << w;
+}
+
 TEST(RegisterLimit, TheOptInDeclaredIsQuiet) {
     const std::string w = warnings_of("gemm", {{"type", "f16"}, {"limits", "optin"}});
     EXPECT_EQ(w.find(over), std::string::npos) << w;
