@@ -19,8 +19,8 @@ int64_t chunk_count(const Contraction &c, int kt) {
     return chunks;
 }
 
-bool shifts_edge_blocks(const Contraction &c, const model::Schedule &s) {
-    return s.tensor_cores && !c.output_accumulates;
+bool shifts_edge_blocks(const Contraction &c) {
+    return !c.output_accumulates;
 }
 
 bool tensor_core_register_stages_apply(const model::Schedule &s) {
@@ -57,7 +57,7 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     m.m_tile = model::m_tile_shape(s, c.problem.m_extents);
     if (m.m_tile.empty()) return std::nullopt;
     const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
-    const bool shifted = shifts_edge_blocks(c, s);
+    const bool shifted = shifts_edge_blocks(c);
     m.divisible = n % s.bn == 0;
     for (size_t i = 0; i < m.m_tile.size(); i++) {
         const int64_t e = c.dims[md[i]].extent;

@@ -51,15 +51,16 @@ bool guard_free(const Contraction &c, const model::Schedule &s);
  * (at its estimated extent) times the extents of the others, which the chunk loop fuses. */
 int64_t chunk_count(const Contraction &c, int kt);
 
-/** Whether the edge blocks along M of `s` on `c` shift inwards over their neighbours
+/** Whether the edge blocks along M of `c` shift inwards over their neighbours
  * (alcop::schedule_block_tile with TailStrategy::ShiftInwards), so that every output at least
- * one block tile large along M (and whole tiles along N) runs the kernel of whole tiles: with
- * tensor cores, whose other kernel gathers 2-byte elements at clamped coordinates (the plugin's
- * 8x14x14 convolution: 64-row tiles of 8 x 8 pixels, predicted twice as fast as the 16 rows
- * that tile 14 x 14 x 8 exactly), where the output's stage that reads the accumulators is a
- * pure definition (`out += f` would add the overlap twice). The SIMT schedule keeps guarded
- * edge blocks. */
-bool shifts_edge_blocks(const Contraction &c, const model::Schedule &s);
+ * one block tile large along M (and whole tiles along N) runs the kernel of whole tiles, not
+ * the one of clamped copies: where the output's stage that reads the accumulators is a pure
+ * definition (`out += f` would add the overlap twice). With tensor cores the other kernel
+ * gathers 2-byte elements (the plugin's 8x14x14 convolution: 64-row tiles of 8 x 8 pixels,
+ * predicted twice as fast as the 16 rows that tile 14 x 14 x 8 exactly); the SIMT one spends
+ * 0.39 instructions beside each FFMA where the whole tiles spend 0.25 (fp32 GEMM 2047 x 2048
+ * x 2048), or the choice falls back to a tile that divides M (16 x 128 for M = 2000). */
+bool shifts_edge_blocks(const Contraction &c);
 
 /** Whether a tensor-core candidate's register stages can apply: R = 1, or both tiles pipelined
  * (the fragments prefetch across chunks) and R dividing the chunk's k steps (kt / 16). */

@@ -415,32 +415,40 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
 
     Condition k_cond;
     const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
-    const Dim n_o = tile_output(
-        schedule, c, out, m.s.bn, m.m_tile,
-        [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop, const std::vector<Dim> &rows) {
-            schedule.thread_tile(stage, n_loop, m_loop, m.s.tm, m.s.tn, {}, {}, rows, TailStrategy::GuardWithIf);
-        });
+    // The staged operands are copied directly where K is split exactly and every block's tile
+    // lies inside the output; with the edge blocks along M shifted inwards (a pure output) that
+    // is every output a whole number of tiles along N and at least one along M.
+    const bool shifted = shifts_edge_blocks(c);
+    Copies copies;
+    copies.direct = chunking.exact;
+    copies.generic = chunking.guarded;
+    copies.condition = direct_copy_condition(c, m, out, k_cond, shifted);
+    copies.threads_x = m.s.bn / m.s.tn;
+    copies.k_exact = chunking.exact && !k_cond.defined();
+    // The fast branch gets a kernel of its own. With both branches of every copy in one loop,
+    // the generic copies' clamped addresses (hoisted out of the loop) hold registers in the
+    // fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers (one block
+    // per SM) in one kernel, 128 in its own (two), as the hand-written kernel. Inside out's
+    // branch the copies' identical conditions simplify away. A shifted branch tiles
+    // differently from the generic one, so it is specialized before either is tiled (a
+    // specialization copies the schedule made before it); a guarded one after.
+    const bool own_kernel = chunking.exact && copies.condition.defined();
+    const OutputThreads thread_layout = [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop,
+                                            const std::vector<Dim> &rows) {
+        schedule.thread_tile(stage, n_loop, m_loop, m.s.tm, m.s.tn, {}, {}, rows, TailStrategy::GuardWithIf);
+    };
+    if (own_kernel && shifted) {
+        tile_output(schedule, c, out, m.s.bn, m.m_tile, thread_layout, copies.condition, TailStrategy::ShiftInwards);
+    }
+    const Dim n_o = tile_output(schedule, c, out, m.s.bn, m.m_tile, thread_layout);
     place_accumulators(schedule, c, f, out, n_o, block_tile(c, m));
     schedule_init(schedule, c, m, f);
     // The update: the exact branch first (a specialization copies the schedule so far).
     if (chunking.exact) schedule_update(schedule, {f, 0, k_cond}, c, m);
     if (chunking.guarded) schedule_update(schedule, {f, 0, {}}, c, m);
+    if (own_kernel && !shifted) schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
 
     // The staged operands, and their register fragments.
-    Copies copies;
-    copies.direct = chunking.exact;
-    copies.generic = chunking.guarded;
-    copies.condition = direct_copy_condition(c, m, out, k_cond);
-    copies.threads_x = m.s.bn / m.s.tn;
-    copies.k_exact = chunking.exact && !k_cond.defined();
-    if (chunking.exact && copies.condition.defined()) {
-        // The fast branch gets a kernel of its own. With both branches of every copy in one
-        // loop, the generic copies' clamped addresses (hoisted out of the loop) hold registers
-        // in the fast path too: ptxas gives the 128 x 128, 8 x 8-per-thread GEMM 168 registers
-        // (one block per SM) in one kernel, 128 in its own (two), as the hand-written kernel.
-        // Inside out's branch the copies' identical conditions simplify away.
-        schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
-    }
     for (const Operand *o : {&c.a, &c.b}) {
         const FuncRef w = stage_operand(schedule, c, *o, funcs.operand(c, *o), f, m, copies, warnings);
         if (uses_fragments(c, m)) schedule_fragment(schedule, c, m, o, w, f);
@@ -483,7 +491,7 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     // a whole number of tiles along N and at least one along M: its branch tiles differently
     // from the generic one, so it is specialized before either is tiled (a specialization
     // copies the schedule made before it).
-    const bool shifted = shifts_edge_blocks(c, s);
+    const bool shifted = shifts_edge_blocks(c);
     const Condition whole_tiles = direct_copy_condition(c, m, out, {}, shifted);
     const OutputThreads warp_layout = [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop,
                                           const std::vector<Dim> &rows) {

@@ -1347,6 +1347,43 @@ TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
     EXPECT_EQ(acc.source.find(" >= "), std::string::npos) << acc.source;
 }
 
+// The SIMT schedule shifts its edge blocks along M too. An fp32 GEMM of 2000 rows took 16-row
+// tiles, the largest power of two that divides them, and one of 2047 rows ran every block with
+// clamped copies (0.39 instructions beside each FFMA where the whole tiles spend 0.25); both
+// now take the model's 128 x 128 tiles and run the kernel of whole tiles, whose copies are
+// direct, none clamped. (The numbers: autoscheduler_numerical_test's shapes whose last M block
+// is shifted.)
+TEST(SimtEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
+    const Target t("host-cuda-cuda_capability_80");
+    ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+    ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+    for (int m : {2000, 2047}) {
+        SCOPED_TRACE(m);
+        Built g = gemm(m, 2048, 2048, 2048);
+        const Scheduled s = autoschedule(g, "Alcop", t);
+        EXPECT_NE(s.log.find("chosen: 128x128x32 t8x8"), std::string::npos) << s.log;
+        EXPECT_EQ(s.log.find("no candidate tiles the estimated sizes"), std::string::npos) << s.log;
+        EXPECT_NE(s.source.find(".dim(0).extent() % 128 == 0 && "), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(".dim(1).extent() >= 128), x, y, 128, 128, {}, {}, TailStrategy::ShiftInwards);"),
+                  std::string::npos)
+            << s.source;
+        EXPECT_EQ(kernel_source::count(s.source, ", TailStrategy::ShiftInwards);"), 1) << s.source;
+        if (m != 2047) continue;  // one compilation is enough for the kernels
+        const std::string ptx = ptx_of(g.pipeline.compile_to_module(g.args, "gemm_shifted_f32", t));
+        const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+        ASSERT_EQ(kernels.size(), 2u);
+        // Clamped coordinates are a max with 0: none in the kernel of whole tiles (its one min
+        // is the shifted block's start), some in the generic one.
+        EXPECT_EQ(kernel_source::count(kernels[0].text, "max.s32"), 0) << kernels[0].name;
+        EXPECT_GT(kernel_source::count(kernels[1].text, "max.s32"), 0) << kernels[1].name;
+    }
+    // An output that accumulates keeps guarded edge blocks.
+    Built acc = gemm_into_output(2047, 2048, 2048);
+    const Scheduled s = autoschedule(acc, "Alcop", t);
+    EXPECT_EQ(s.source.find("ShiftInwards"), std::string::npos) << s.source;
+    EXPECT_EQ(s.source.find(" >= "), std::string::npos) << s.source;
+}
+
 TEST(TensorCoreFallback, BelowSm80AndOnOpenClTheSimtScheduleWithAWarning) {
     for (const char *target : {"host-cuda-cuda_capability_75", "host-opencl-cl_half"}) {
         SCOPED_TRACE(target);
