@@ -587,6 +587,12 @@ TEST(InspectSummary, CountsTheCopiesThePtxHas) {
     }
 }
 
+/** A folder for the PTX alcop::inspect writes, this process's own: ctest -j runs a test and
+ * its binary's shuffled run at once, and they write the same names. */
+std::string ptx_folder() {
+    return ::testing::TempDir() + "alcop_inspect_ptx_" + std::to_string(getpid());
+}
+
 /** The `copies into shared memory: N cp.async` of the report's "after:" part, and the cp.async
  * of the PTX it wrote to <dir>/<name>.ptx (removed). */
 std::pair<int, int> reported_and_assembled_copies(const std::string &report, const std::string &dir,
@@ -609,7 +615,7 @@ TEST(Inspect, AUsersPipelineIsReportedWithTheCopiesThePtxHas) {
     std::vector<Argument> args;
     Pipeline p = offset_gemm_pipeline(0, true, true, &args);
     alcop::InspectOptions options;
-    options.ptx_dir = ::testing::TempDir();
+    options.ptx_dir = ptx_folder();
     const Target target("host-cuda-cuda_capability_80");
     const std::string report = alcop::inspect(p, args, target, options);
     std::cout << report;
@@ -676,7 +682,7 @@ TEST(Inspect, AGeneratorsModuleIsReportedWithTheCopiesThePtxHasForEachType) {
         auto gen = GeneratorRegistry::create("gemm", GeneratorContext(target));
         gen->set_generator_param_values({{"type", type}, {"stages", "3"}, {"limits", "optin"}});
         alcop::InspectOptions options;
-        options.ptx_dir = ::testing::TempDir();
+        options.ptx_dir = ptx_folder();
         const std::string report =
             alcop::inspect("gemm", target, [&]() { return gen->build_module("gemm"); }, options);
         // (f32 under the opt-in also asks for register stages of the fragments, A_shared_in_prod.)

@@ -17,6 +17,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -509,7 +510,9 @@ TEST(LlvmRewrite, PtxasAssemblesTheResult) {
     for (const auto &c : cases) {
         std::string ptx = ptx_of(c.second);
         ASSERT_FALSE(ptx.empty());
-        std::string path = testing::TempDir() + "alcop_llvm_rewrite_" + c.first + ".ptx";
+        // One file per process: ctest -j runs this test and its binary's shuffled run at once.
+        std::string path =
+            testing::TempDir() + "alcop_llvm_rewrite_" + c.first + "_" + std::to_string(getpid()) + ".ptx";
         std::ofstream(path) << ptx;
         for (const char *arch : {"sm_80", "sm_90"}) {
             std::string cmd = ptxas + " -arch=" + arch + " " + path + " -o /dev/null";
