@@ -25,11 +25,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <regex>
 #include <sstream>
-#include <unistd.h>
 
 using namespace Halide;
 
@@ -205,19 +203,14 @@ std::string expect_pipelined_without_hazards(const std::function<Built()> &make,
 
 /** Assembles `ptx` for sm_80; returns ptxas's log, or "" when ptxas was not found. */
 std::string ptxas(const std::string &ptx, const std::string &name, bool *ok) {
-    *ok = true;
+    int status = -1;
+    const std::string log = ptxas::run(ptx, "sm_80", "as_" + name, &status);
 #ifdef ALCOP_PTXAS
-    const std::string base = testing::TempDir() + "alcop_as_" + name + "_" + std::to_string(getpid());
-    std::ofstream(base + ".ptx") << ptx;
-    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=sm_80 " + base + ".ptx -o " + base + ".cubin 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    std::string log;
-    char line[512];
-    while (p && fgets(line, sizeof line, p)) log += line;
-    *ok = p && pclose(p) == 0;
+    *ok = status == 0;
     return log.empty() ? "(ptxas printed nothing)" : log;
 #else
-    return "";
+    *ok = true;
+    return log;
 #endif
 }
 
@@ -1006,7 +999,7 @@ class TensorCoreContraction : public ::testing::TestWithParam<TensorCoreCase> {}
 
 /** What ptxas -v says of `ptx` for `arch`, with its exit status in *status. */
 std::string ptxas_for(const std::string &ptx, const std::string &arch, const std::string &tag, int *status) {
-    return kernel_source::ptxas_output(ptx, arch, tag, status);
+    return ptxas::run(ptx, arch, tag, status);
 }
 
 TEST_P(TensorCoreContraction, GetsMmaSyncPipelinedAndAssembles) {

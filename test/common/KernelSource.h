@@ -5,6 +5,7 @@
 // targets, OpenCL C for OpenCL ones), and how often a piece of text occurs in it.
 
 #include "Halide.h"
+#include "Ptxas.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 /** Where the build found no ptxas (CMake's ALCOP_PTXAS; Debian 12 has none: it comes with
@@ -115,30 +115,6 @@ inline std::vector<Kernel> kernels(const std::string &ptx) {
         at = next;
     }
     return result;
-}
-
-/** What ptxas (ALCOP_PTXAS, where the test target defines it) says of `ptx` for `arch`, with
- * -v; its exit status in *status, -1 where ptxas is absent. `tag` names the temporary file. */
-inline std::string ptxas_output(const std::string &ptx, const std::string &arch, const std::string &tag, int *status) {
-#ifdef ALCOP_PTXAS
-    const char *tmp = getenv("TEST_TMPDIR");  // ctest's, or a user's: never assumed to be /tmp
-    const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/alcop_" + tag + "_" + arch + "_" +
-                             std::to_string(getpid()) + ".ptx";
-    std::ofstream(path) << ptx;
-    const std::string cmd = std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
-    std::string log;
-    FILE *p = popen(cmd.c_str(), "r");
-    char line[512];
-    while (p && fgets(line, sizeof line, p)) {
-        log += line;
-    }
-    *status = p ? pclose(p) : -1;
-    std::remove(path.c_str());
-    return log;
-#else
-    *status = -1;
-    return "";
-#endif
 }
 
 }  // namespace kernel_source

@@ -26,7 +26,7 @@ std::string assembly_problems(const std::string &ptx, const std::string &tag) {
     std::string problems;
     for (const char *arch : {"sm_80", "sm_90"}) {
         int status = 0;
-        const std::string log = kernel_source::ptxas_output(ptx, arch, tag, &status);
+        const std::string log = ptxas::run(ptx, arch, tag, &status);
         if (status != 0 || count(log, "0 bytes spill stores, 0 bytes spill loads") != count(log, "spill stores")) {
             problems += log;
         }

@@ -5,6 +5,8 @@
 // run the registered rewrite alone, or compile to PTX the way Halide 14's CodeGen_PTX_Dev
 // does, count what the output holds, and assemble it with ptxas.
 
+#include "Ptxas.h"
+
 #include <gtest/gtest.h>
 
 #include <llvm/ADT/SmallString.h>
@@ -25,12 +27,9 @@
 #include <llvm/Transforms/IPO.h>
 #include <llvm/Transforms/IPO/PassManagerBuilder.h>
 
-#include <cstdio>
-#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
-#include <unistd.h>
 
 namespace nvptx_test {
 
@@ -149,11 +148,7 @@ inline int count(const std::string &text, const std::regex &what) {
 
 // ptxas as CMake found it (find_program(ALCOP_PTXAS ptxas)), or "" when it was not found.
 inline std::string ptxas_path() {
-#ifdef ALCOP_PTXAS
-    return ALCOP_PTXAS;
-#else
-    return "";
-#endif
+    return ptxas::path();
 }
 
 struct PtxasResult {
@@ -163,20 +158,8 @@ struct PtxasResult {
 
 // Assembles `ptx` for `arch` (e.g. "sm_80") with `ptxas -v`, which reports registers and spills.
 inline PtxasResult assemble(const std::string &ptx, const std::string &arch, const std::string &name) {
-    // One file per process: ctest -j runs several tests at once.
-    std::string path = testing::TempDir() + "alcop_" + name + "_" + std::to_string(getpid()) + ".ptx";
-    std::ofstream(path) << ptx;
-    std::string cmd = ptxas_path() + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1";
     PtxasResult r;
-    FILE *p = popen(cmd.c_str(), "r");
-    if (!p) {
-        return r;
-    }
-    char buffer[512];
-    while (fgets(buffer, sizeof(buffer), p)) {
-        r.output += buffer;
-    }
-    r.status = pclose(p);
+    r.output = ptxas::run(ptx, arch, name, &r.status);
     return r;
 }
 

@@ -43,15 +43,9 @@ struct Ptxas {
 Ptxas assemble(const std::string &ptx, const std::string &arch) {
     Ptxas r;
 #ifdef ALCOP_PTXAS
-    // One file per process: ctest -j runs several of these tests at once.
-    const std::string base = testing::TempDir() + "alcop_" + arch + "_" + std::to_string(getpid());
-    std::ofstream(base + ".ptx") << ptx;
-    const std::string cmd =
-        std::string(ALCOP_PTXAS) + " -v -arch=" + arch + " " + base + ".ptx -o " + base + ".cubin 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    char line[512];
-    while (p && fgets(line, sizeof line, p)) r.log += line;
-    r.ran = p && pclose(p) == 0;
+    int status = -1;
+    r.log = ptxas::run(ptx, arch, "generator", &status);
+    r.ran = status == 0;
     std::smatch m;
     if (std::regex_search(r.log, m, std::regex("Used (\\d+) registers"))) r.registers = std::stoi(m[1]);
     if (std::regex_search(r.log, m, std::regex("(\\d+) bytes spill stores"))) r.spill_bytes = std::stoi(m[1]);
@@ -594,17 +588,16 @@ std::string ptx_folder() {
 }
 
 /** The `copies into shared memory: N cp.async` of the report's "after:" part, and the cp.async
- * of the PTX it wrote to <dir>/<name>.ptx (removed). */
+ * of the PTX it wrote to <dir>/<name>.ptx (the folder removed). */
 std::pair<int, int> reported_and_assembled_copies(const std::string &report, const std::string &dir,
                                                   const std::string &name) {
+    std::ifstream in(dir + "/" + name + ".ptx");
+    const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove_all(dir);
     std::smatch m;
     if (!std::regex_search(report, m, std::regex("after: [^\\n]*\\ncopies into shared memory: (\\d+) cp.async"))) {
         return {-1, -1};
     }
-    const std::string path = dir + "/" + name + ".ptx";
-    std::ifstream in(path);
-    const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::remove(path.c_str());
     return {std::stoi(m[1]), count(ptx, "cp.async.cg.shared.global") + count(ptx, "cp.async.ca.shared.global")};
 }
 

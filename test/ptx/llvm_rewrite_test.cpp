@@ -12,12 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -494,12 +491,7 @@ TEST(LlvmRewrite, OtherModulesAreUnchanged) {
 // (f) ptxas assembles what the rewrite produces (it rejects the unresolved extern calls the
 // markers would leave, and cp.async where the target lacks it).
 TEST(LlvmRewrite, PtxasAssemblesTheResult) {
-#ifdef ALCOP_PTXAS
-    const std::string ptxas = ALCOP_PTXAS;
-#else
-    const std::string ptxas;
-#endif
-    if (ptxas.empty()) {
+    if (ptxas_path().empty()) {
         GTEST_SKIP() << "ptxas not found at configure time (find_program(ALCOP_PTXAS ptxas))";
     }
     const std::pair<const char *, std::string> cases[] = {
@@ -510,13 +502,9 @@ TEST(LlvmRewrite, PtxasAssemblesTheResult) {
     for (const auto &c : cases) {
         std::string ptx = ptx_of(c.second);
         ASSERT_FALSE(ptx.empty());
-        // One file per process: ctest -j runs this test and its binary's shuffled run at once.
-        std::string path =
-            testing::TempDir() + "alcop_llvm_rewrite_" + c.first + "_" + std::to_string(getpid()) + ".ptx";
-        std::ofstream(path) << ptx;
         for (const char *arch : {"sm_80", "sm_90"}) {
-            std::string cmd = ptxas + " -arch=" + arch + " " + path + " -o /dev/null";
-            EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << ptx;
+            const PtxasResult r = assemble(ptx, arch, std::string("llvm_rewrite_") + c.first);
+            EXPECT_EQ(r.status, 0) << c.first << " " << arch << "\n" << r.output << ptx;
         }
     }
 }

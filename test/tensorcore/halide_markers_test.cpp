@@ -82,7 +82,7 @@ Module mma_module(Type element, const char *mma_name) {
 }
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
-    return kernel_source::ptxas_output(ptx, arch, "halide_markers", status);
+    return ptxas::run(ptx, arch, "halide_markers", status);
 }
 
 TEST(HalideMarkers, BecomeTensorCoreInstructions) {

@@ -36,7 +36,7 @@ std::string ptx_of(const Module &m) {
 }
 
 std::string ptxas_output(const std::string &ptx, const std::string &arch, int *status) {
-    return kernel_source::ptxas_output(ptx, arch, "tc_gemm", status);
+    return ptxas::run(ptx, arch, "tc_gemm", status);
 }
 
 /** ptxas assembles `ptx` for sm_80 and sm_90 with no spills; prints its log when `print`. */

@@ -156,7 +156,7 @@ TEST_P(TensorCoreGenerators, MmaLdmatrixAndNoSpills) {
 #ifdef ALCOP_PTXAS
     for (const char *arch : {"sm_80", "sm_90"}) {
         int status = 0;
-        const std::string log = kernel_source::ptxas_output(ptx, arch, "tc_generator", &status);
+        const std::string log = ptxas::run(ptx, arch, "tc_generator", &status);
         EXPECT_EQ(status, 0) << log;
         EXPECT_EQ(count(log, "0 bytes spill stores, 0 bytes spill loads"), count(log, "spill stores")) << log;
         EXPECT_EQ(count(log, "bytes stack frame"), count(log, "0 bytes stack frame")) << log;
@@ -204,7 +204,7 @@ TEST(TensorCoreGenerators, TheDefaultGemmFitsTheRegisterBudgetWithoutSpilling) {
         for (const char *arch : {"sm_80", "sm_90"}) {
             SCOPED_TRACE(std::string(arch) + (params.count("activation") ? " with GELU" : ""));
             int status = 0;
-            const std::string log = kernel_source::ptxas_output(capped, arch, "tc_budget", &status);
+            const std::string log = ptxas::run(capped, arch, "tc_budget", &status);
             ASSERT_EQ(status, 0) << log;
             const size_t used = log.find("Used ");
             ASSERT_NE(used, std::string::npos) << log;
