@@ -36,7 +36,8 @@ Halide::Func pipeline(Halide::Func f, int stages, Level level = Level::Shared);
 
 /** CUDA launch bounds for the kernel that computes `f` (a Func with gpu_blocks loops): at
  * least `blocks` blocks of it must fit on one SM, so ptxas keeps each thread's registers
- * within what that occupancy leaves (65536 / (threads x blocks)), spilling if it must, as
+ * within what that occupancy leaves (about 65536 / (threads x blocks): registers go to warps
+ * in steps of 8 a thread, per scheduler partition), spilling if it must, as
  * __launch_bounds__(threads, blocks) does in CUDA C++; the threads are the kernel's own.
  * A kernel whose estimated registers exceed what the bound leaves gets the pass's register
  * warning (Options::spills_are_errors). Other targets ignore it; blocks < 1 is a user error.

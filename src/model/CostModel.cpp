@@ -734,6 +734,16 @@ Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block, co
     return o;
 }
 
+int registers_for_blocks(int threads, int blocks, const GpuSpec &gpu) {
+    const int step = gpu.register_alloc_unit / gpu.warp_size;
+    if (threads <= 0 || blocks <= 0) return gpu.max_registers_per_thread;
+    // The most a thread can hold, then down through the allocation steps below it.
+    for (int r = gpu.max_registers_per_thread; r > 0; r = (r - 1) / step * step) {
+        if (occupancy(threads, r, 0, gpu).by_registers >= blocks) return r;
+    }
+    return 0;
+}
+
 const char *to_string(Bound b) {
     switch (b) {
     case Bound::Infeasible:

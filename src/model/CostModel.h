@@ -314,6 +314,14 @@ struct Occupancy {
  * Does not check the per-block limits; predict() does that first. */
 Occupancy occupancy(int threads, int regs_per_thread, int64_t smem_per_block, const GpuSpec &gpu);
 
+/** The most registers a thread may use for `blocks` blocks of `threads` threads to be resident
+ * on one SM by occupancy()'s rule (at most gpu.max_registers_per_thread): what ptxas caps a
+ * kernel at for `__launch_bounds__(threads, blocks)` (`.maxntid`, `.minnctapersm`). In steps of
+ * the allocation unit, from each scheduler partition's quarter of the file: 5 blocks of 96
+ * threads leave 128 a thread, not the 136 of the SM's registers over the blocks' threads. 0
+ * where even the fewest registers do not fit them. */
+int registers_for_blocks(int threads, int blocks, const GpuSpec &gpu);
+
 /** Cycles from launch to the end of the last iteration's compute for one block
  * whose main loop runs `iterations` iterations with prefetch distance `d`,
  * when each stage's load takes `load` cycles and each iteration's compute

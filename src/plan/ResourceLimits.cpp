@@ -72,18 +72,6 @@ int register_limit(const Options &options, std::string *why) {
     return model::default_gpu().max_registers_per_thread;
 }
 
-/** The registers per thread that `bounds` leave: the SM's registers over the blocks asked
- * for, in whole warps, rounded down to the steps registers are allocated in (a warp's
- * allocation unit, 8 a thread). */
-int launch_bound_registers(const model::GpuSpec &gpu, const LaunchBounds &bounds) {
-    const int64_t warps = (bounds.threads + gpu.warp_size - 1) / gpu.warp_size;
-    const int64_t threads = int64_t(bounds.blocks_per_sm) * warps * gpu.warp_size;
-    const int64_t step = gpu.register_alloc_unit / gpu.warp_size;
-    const int64_t per_thread =
-        threads > 0 ? gpu.registers_per_sm / threads / step * step : gpu.max_registers_per_thread;
-    return int(std::min<int64_t>(per_thread, gpu.max_registers_per_thread));
-}
-
 }  // namespace
 
 int64_t kernel_shared_memory_limit(const Options &options, DeviceAPI device) {
@@ -169,7 +157,7 @@ void check_kernel_registers(const std::vector<KernelRegisters> &kernels, const O
         const auto bound = bounds.find(k.kernel);
         if (bound != bounds.end()) {
             const model::GpuSpec &gpu = model::default_gpu();
-            const int cap = launch_bound_registers(gpu, bound->second);
+            const int cap = model::registers_for_blocks(bound->second.threads, bound->second.blocks_per_sm, gpu);
             if (cap < limit) {
                 limit = cap;
                 by_launch_bounds = true;

@@ -211,6 +211,31 @@ TEST(Occupancy, LimitedByRegisters) {
     EXPECT_DOUBLE_EQ(o.fraction, 16.0 / 64.0);
 }
 
+// Its inverse, what launch bounds leave a thread: the most registers at which occupancy() still
+// fits the blocks, which is ptxas's own cap (generator_ptx_test's
+// LaunchBounds.TheRegisterCapIsWhatPtxasApplies compares the two).
+TEST(Occupancy, RegistersForBlocks) {
+    const GpuSpec &h200 = gpu("h200");
+    // 2 blocks of 128 threads: 255 (256 a thread, 8192 a warp: 2 warps a partition, 8 an SM).
+    EXPECT_EQ(registers_for_blocks(128, 2, h200), 255);
+    // 3: 168 (5376 a warp: 3 a partition, 12 warps); 176 (5632) leaves 2 a partition.
+    EXPECT_EQ(registers_for_blocks(128, 3, h200), 168);
+    // 5 blocks of 3 warps need 4 warps a partition: 4096 a warp, 128 a thread (the SM's 65536
+    // over 480 threads would say 136).
+    EXPECT_EQ(registers_for_blocks(96, 5, h200), 128);
+    // Each cap fits its blocks, and the next allocation step does not.
+    const std::pair<int, int> bounds[] = {{128, 3}, {96, 4}, {96, 5}, {160, 3}, {64, 7}, {224, 2}, {32, 13}, {256, 1}};
+    for (const auto &[threads, blocks] : bounds) {
+        const int r = registers_for_blocks(threads, blocks, h200);
+        EXPECT_GE(occupancy(threads, r, 0, h200).by_registers, blocks) << threads << " x " << blocks;
+        if (r < h200.max_registers_per_thread) {
+            EXPECT_LT(occupancy(threads, r + 8, 0, h200).by_registers, blocks) << threads << " x " << blocks;
+        }
+    }
+    // More blocks of 1024 threads than even 8 registers a thread fit: none.
+    EXPECT_EQ(registers_for_blocks(1024, 9, h200), 0);
+}
+
 TEST(Occupancy, LimitedBySharedMemory) {
     // A100, 256 threads, 52 registers, 64 KiB (64x64x32 tile, 4 stages):
     //  smem: 65536 + 1024 = 66560; 167936 / 66560 = 2.52 -> 2.

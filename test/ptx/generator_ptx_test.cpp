@@ -420,6 +420,37 @@ TEST(LaunchBounds, BlocksPerSmThatLeaveTooFewRegistersAreAWarning) {
 #endif
 }
 
+// The cap that warning compares with (model::registers_for_blocks) is the one ptxas applies: the
+// fp16 GEMM's kernel of whole tiles, which takes 240 registers free, assembled under launch
+// bounds of other block sizes (.maxntid, .minnctapersm) uses exactly the cap. Blocks of other
+// than a multiple of four warps share the registers per scheduler partition: 5 blocks of 96
+// threads leave 128 a thread, not 65536 / 480 rounded down to 136.
+TEST(LaunchBounds, TheRegisterCapIsWhatPtxasApplies) {
+#ifndef ALCOP_PTXAS
+    GTEST_SKIP() << "ptxas not found at configure time: the caps not compared with ptxas";
+#else
+    const std::string ptx = ptx_of("gemm", "host-cuda-cuda_capability_80", {{"type", "f16"}, {"limits", "optin"}});
+    const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+    ASSERT_FALSE(kernels.empty());
+    ASSERT_EQ(count(ptx, ".maxntid"), 0);
+    const std::string header = ptx.substr(0, ptx.find(".visible .entry "));
+    const std::string kernel = kernels[0].text.substr(0, kernels[0].text.rfind('}') + 1);
+    const size_t body = kernel.find("\n{\n");
+    ASSERT_NE(body, std::string::npos) << kernel.substr(0, 2000);
+    const std::pair<int, int> bounds[] = {{128, 3}, {96, 4}, {96, 5}, {160, 3}, {64, 7}, {224, 2}, {32, 13}};
+    for (const auto &[threads, blocks] : bounds) {
+        const int cap = alcop::model::registers_for_blocks(threads, blocks, alcop::model::default_gpu());
+        const std::string bounded = header + kernel.substr(0, body) + "\n.maxntid " + std::to_string(threads) +
+                                    ", 1, 1\n.minnctapersm " + std::to_string(blocks) + kernel.substr(body);
+        const Ptxas r = assemble(bounded, "sm_80");
+        ASSERT_TRUE(r.ran) << r.log;
+        std::printf("%d blocks of %d threads: cap %d, ptxas %d registers\n", blocks, threads, cap, r.registers);
+        EXPECT_LT(cap, 240) << "a cap above what the kernel takes free says nothing";
+        EXPECT_EQ(r.registers, cap) << blocks << " blocks of " << threads << " threads\n" << r.log;
+    }
+#endif
+}
+
 TEST(LaunchBounds, OtherTargetsIgnoreThem) {
     const std::string source = ptx_of("gemm", "host-opencl", {{"stages", "3"}, {"min_blocks_per_sm", "2"}});
     ASSERT_FALSE(source.empty());
