@@ -66,13 +66,14 @@ Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
 /** Tiles `stage` (a contraction's output, or the update of an output that accumulates) into
  * block tiles, one GPU block each: x (N) by block_n and y (M) by block_m, each split into its
  * block loop `<v>_o` and its loop inside the tile `<v>_i`. The edge blocks compute whole tiles
- * (their accumulators and staged tiles keep one size): along x they are guarded, storing what
- * lies inside the output; along M (y and `rows`) `m_tail` says: GuardWithIf (the default) the
- * same, or ShiftInwards, the last block moved back inside the output over its neighbour, so
+ * (their accumulators and staged tiles keep one size); along M (y and `rows`) `m_tail` and
+ * along N `n_tail` say where they store: GuardWithIf (the default) what lies inside the
+ * output, or ShiftInwards, the last block moved back inside the output over its neighbour, so
  * that every block reads and stores a whole tile inside it (for a pure definition only, which
- * may store an element twice, and only where each M extent is at least its tile, which the
- * caller specializes on). x is not shifted: its tiles would start off the 16-byte vectors the
- * operand indexed by N and the output are copied and stored in. Each of `rows`
+ * may store an element twice, and only where each extent is at least its tile, which the
+ * caller specializes on). A shifted last block along N starts at the output's extent less
+ * block_n: for its copies of the operand indexed by N to be whole 16-byte vectors, the caller
+ * also specializes on that extent being a multiple of the vector. Each of `rows`
  * (further M dimensions of the block tile with their extents in it: a convolution's output
  * rows and images) is split alike, its block loop fused into y's (`<y>_<row>..._o`); `batches`
  * (innermost first) are fused into one, named by joining theirs with '_', a third block
@@ -83,7 +84,8 @@ Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
 Halide::Stage schedule_block_tile(Halide::Stage stage, Halide::Var x, Halide::Var y, int block_m, int block_n,
                                   const std::vector<std::pair<Halide::Var, int>> &rows = {},
                                   const std::vector<Halide::Var> &batches = {},
-                                  Halide::TailStrategy m_tail = Halide::TailStrategy::GuardWithIf);
+                                  Halide::TailStrategy m_tail = Halide::TailStrategy::GuardWithIf,
+                                  Halide::TailStrategy n_tail = Halide::TailStrategy::GuardWithIf);
 
 /** Computes `acc`, a contraction's accumulators, once per block tile of `output` (at its block
  * loop `block_loop`, x_o of schedule_block_tile), in registers, each of acc's dimensions named

@@ -38,10 +38,13 @@
  *    partitioning gives that chunk's step loop min(K - k, KT) trips, a loop the register-level
  *    pass cannot unroll, which is why register stages need K a constant KT divides.
  * f's block tile over-computes at the output's edges (bound_extent), reading the operands past
- * the output's edges. So the copies are specialized too: where the split of K is exact and the
- * output is a whole number of block tiles they read the operands directly, 16-byte vectors along
- * the innermost dimension when the tile allows; otherwise from input buffers at coordinates
- * clamped to the buffer (clamp_to_input_bounds), values that only feed discarded outputs. Where
+ * the output's edges. So the copies are specialized too: where the split of K is exact and every
+ * block's tile lies inside the output (a whole number of block tiles; for a pure output, at
+ * least one tile along each dimension and whole 16-byte vectors along N, the last blocks
+ * shifted inwards over their neighbours: Candidates.h, shifts_edge_blocks) they read the
+ * operands directly, 16-byte vectors along the innermost dimension when the tile allows;
+ * otherwise from input buffers at coordinates clamped to the buffer (clamp_to_input_bounds),
+ * values that only feed discarded outputs. Where
  * the split of K is exact and K has no runtime guard, only the coordinates that move with the
  * output are clamped (the edge blocks read past the buffer only there), so a tile whose
  * innermost coordinate is a reduction one (A's K, a conv input's channels) is still copied in

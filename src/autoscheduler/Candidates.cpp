@@ -23,6 +23,10 @@ bool shifts_edge_blocks(const Contraction &c) {
     return !c.output_accumulates;
 }
 
+int vector_elements(const Contraction &c) {
+    return 16 / model::element_bytes(c.problem.element);
+}
+
 bool tensor_core_register_stages_apply(const model::Schedule &s) {
     return s.reg_stages <= 1 || (s.smem_stages > 1 && (s.kt / 16) % s.reg_stages == 0);
 }
@@ -58,7 +62,7 @@ std::optional<Mapping> map_candidate(const Contraction &c, const model::Schedule
     if (m.m_tile.empty()) return std::nullopt;
     const int64_t n = c.dims[c.n_dim()].extent, k = c.rvars[0].extent_estimate;
     const bool shifted = shifts_edge_blocks(c);
-    m.divisible = n % s.bn == 0;
+    m.divisible = shifted ? n >= s.bn && n % vector_elements(c) == 0 : n % s.bn == 0;
     for (size_t i = 0; i < m.m_tile.size(); i++) {
         const int64_t e = c.dims[md[i]].extent;
         m.divisible = m.divisible && (shifted ? e >= m.m_tile[i] : e % m.m_tile[i] == 0);
@@ -108,9 +112,11 @@ std::string why_not_best_ranked(const Contraction &c, const model::SearchResult 
            top.reg_stages > 1 && tm == std::nullopt ?
                "its register stages need a K that is a constant the k tile divides (the step loop of a guarded "
                "last chunk has no constant extent)" :
-           !tm              ? "its M tile cannot be laid out over the M dimensions" :
-           !tm->k_divisible ? "its k tile does not divide the estimated K" :
-                              "its block tile does not divide the estimated output");
+           !tm                   ? "its M tile cannot be laid out over the M dimensions" :
+           !tm->k_divisible      ? "its k tile does not divide the estimated K" :
+           shifts_edge_blocks(c) ? "its block tile is larger than the estimated output, or N is not a whole number of "
+                                   "16-byte vectors" :
+                                   "its block tile does not divide the estimated output");
     return os.str();
 }
 

@@ -34,8 +34,8 @@ struct Mapping {
      * takes them fused into one M loop). Further M dimensions index blocks. */
     std::vector<int> m_tile;
     /** The estimated output runs the kernel of whole tiles: it is a whole number of block tiles
-     * or, where the edge blocks along M shift inwards (shifts_edge_blocks), a whole number along
-     * N and at least one along each M dimension. */
+     * or, where the edge blocks shift inwards (shifts_edge_blocks), at least one along each
+     * dimension and a whole number of copy vectors along N (vector_elements). */
     bool divisible = false;
     bool k_divisible = false;
 };
@@ -51,16 +51,21 @@ bool guard_free(const Contraction &c, const model::Schedule &s);
  * (at its estimated extent) times the extents of the others, which the chunk loop fuses. */
 int64_t chunk_count(const Contraction &c, int kt);
 
-/** Whether the edge blocks along M of `c` shift inwards over their neighbours
+/** Whether the edge blocks of `c` along M and N shift inwards over their neighbours
  * (alcop::schedule_block_tile with TailStrategy::ShiftInwards), so that every output at least
- * one block tile large along M (and whole tiles along N) runs the kernel of whole tiles, not
- * the one of clamped copies: where the output's stage that reads the accumulators is a pure
- * definition (`out += f` would add the overlap twice). With tensor cores the other kernel
- * gathers 2-byte elements (the plugin's 8x14x14 convolution: 64-row tiles of 8 x 8 pixels,
- * predicted twice as fast as the 16 rows that tile 14 x 14 x 8 exactly); the SIMT one spends
- * 0.39 instructions beside each FFMA where the whole tiles spend 0.25 (fp32 GEMM 2047 x 2048
- * x 2048), or the choice falls back to a tile that divides M (16 x 128 for M = 2000). */
+ * one block tile large (and along N a whole number of copy vectors) runs the kernel of whole
+ * tiles, not the one of clamped copies: where the output's stage that reads the accumulators
+ * is a pure definition (`out += f` would add the overlap twice). The clamped copies gather
+ * elements, and their loops spend up to three times the instructions of whole tiles beside
+ * each mma.sync or FFMA; without the shift the choice falls back to a tile that divides the
+ * output (docs/mainloop.md has the figures). */
 bool shifts_edge_blocks(const Contraction &c);
+
+/** The elements of one 16-byte copy vector of c's operands. Where the edge blocks shift
+ * inwards along N too, the last block starts at N less the block tile: on a vector boundary of
+ * the operand indexed by N (so that its copies stay cp.async) only where N is a multiple of
+ * the vector, which the kernel of whole tiles also asks. */
+int vector_elements(const Contraction &c);
 
 /** Whether a tensor-core candidate's register stages can apply: R = 1, or both tiles pipelined
  * (the fragments prefetch across chunks) and R dividing the chunk's k steps (kt / 16). */

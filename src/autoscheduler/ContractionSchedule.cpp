@@ -179,7 +179,7 @@ std::vector<int> clamped_dims(const Contraction &c, const Operand &o, bool k_exa
 /** The elements of one copy along the tile's innermost dimension (extent 0: unknown): 16 bytes
  * (8 halves or 4 floats) where the tile's rows hold whole ones, else 1. */
 int copy_vector(const Contraction &c, int64_t innermost_extent) {
-    const int width = 16 / model::element_bytes(c.problem.element);
+    const int width = vector_elements(c);
     return innermost_extent > 0 && innermost_extent % width == 0 ? width : 1;
 }
 
@@ -309,13 +309,13 @@ using OutputThreads =
 
 /** The output in block tiles on GPU blocks (alcop::schedule_block_tile): N by bn, the first M
  * dimensions by m_tiles (a convolution's output width, then its rows and images), every other
- * dimension fused into one block dimension, `m_tail` at the edges along M; in each block `threads` lays
- * out the threads. When the output accumulates f (out = init; out += f), its init is one
- * kernel and its update, which reads f, the other: both tiled alike. `branch`: the
+ * dimension fused into one block dimension, `tail` at the edges along M and N; in each block
+ * `threads` lays out the threads. When the output accumulates f (out = init; out += f), its
+ * init is one kernel and its update, which reads f, the other: both tiled alike. `branch`: the
  * specialization tiled (none: the generic stage). Returns the N block loop. */
 Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, const std::vector<int> &m_tiles,
                 const OutputThreads &threads, const Condition &branch = {},
-                TailStrategy m_tail = TailStrategy::GuardWithIf) {
+                TailStrategy tail = TailStrategy::GuardWithIf) {
     const std::vector<int> md = c.m_dims();
     const std::string n = c.dims[c.n_dim()].output_var, mx = c.dims[md[0]].output_var;
     std::vector<std::pair<Dim, int>> rows;  // the further M dimensions, and their loops in the block tile
@@ -334,7 +334,7 @@ Dim tile_output(Schedule &schedule, const Contraction &c, FuncRef out, int bn, c
     const int reading_stage = c.output_accumulates ? 1 : 0;
     for (int stage = 0; stage <= reading_stage; stage++) {
         const StageRef s{out, stage ? 0 : -1, branch};
-        schedule.block_tile(s, {n}, {mx}, m_tiles[0], bn, rows, batches, m_tail);
+        schedule.block_tile(s, {n}, {mx}, m_tiles[0], bn, rows, batches, tail, tail);
         threads(s, {n + "_i"}, {mx + "_i"}, row_loops);
     }
     return {n + "_o"};
@@ -390,14 +390,21 @@ void schedule_fragment(Schedule &schedule, const Contraction &c, const Mapping &
 }
 
 /** The condition under which the operands are copied directly: K split exactly (`k_cond`) and
- * the output a whole number of block tiles, or with the edge blocks along M shifted inwards
- * (`shifted`) at least one block tile along each M dimension. */
+ * the output a whole number of block tiles, or with the edge blocks shifted inwards
+ * (`shifted`) at least one block tile along each dimension and along N a whole number of copy
+ * vectors (so that the last block's copies start on one). */
 Condition direct_copy_condition(const Contraction &c, const Mapping &m, FuncRef out, const Condition &k_cond,
                                 bool shifted = false) {
     using Kind = Condition::Term::Kind;
     Condition cond = k_cond;
     const std::vector<int> md = c.m_dims();
-    cond.terms.push_back({Kind::OutputExtentDivides, out, c.dims[c.n_dim()].output_dim, m.s.bn});
+    const int n_dim = c.dims[c.n_dim()].output_dim;
+    if (shifted) {
+        cond.terms.push_back({Kind::OutputExtentAtLeast, out, n_dim, m.s.bn});
+        cond.terms.push_back({Kind::OutputExtentDivides, out, n_dim, vector_elements(c)});
+    } else {
+        cond.terms.push_back({Kind::OutputExtentDivides, out, n_dim, m.s.bn});
+    }
     for (size_t i = 0; i < m.m_tile.size(); i++) {
         cond.terms.push_back({shifted ? Kind::OutputExtentAtLeast : Kind::OutputExtentDivides, out,
                               c.dims[md[i]].output_dim, m.m_tile[i]});
@@ -416,8 +423,8 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
     Condition k_cond;
     const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
     // The staged operands are copied directly where K is split exactly and every block's tile
-    // lies inside the output; with the edge blocks along M shifted inwards (a pure output) that
-    // is every output a whole number of tiles along N and at least one along M.
+    // lies inside the output; with the edge blocks shifted inwards (a pure output) that is every
+    // output at least one tile large along each dimension and whole copy vectors along N.
     const bool shifted = shifts_edge_blocks(c);
     Copies copies;
     copies.direct = chunking.exact;
@@ -487,10 +494,10 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     // The output in blocks, and in each block the accumulators' warp layout on the threads, which
     // is what lets each thread read only the accumulators its lane holds. The operands are read
     // directly where every block's tile lies inside the output (a kernel of its own), at clamped
-    // coordinates elsewhere. With the edge blocks along M shifted inwards that is every output
-    // a whole number of tiles along N and at least one along M: its branch tiles differently
-    // from the generic one, so it is specialized before either is tiled (a specialization
-    // copies the schedule made before it).
+    // coordinates elsewhere. With the edge blocks shifted inwards that is every output at least
+    // one tile large along each dimension and whole copy vectors along N: its branch tiles
+    // differently from the generic one, so it is specialized before either is tiled (a
+    // specialization copies the schedule made before it).
     const bool shifted = shifts_edge_blocks(c);
     const Condition whole_tiles = direct_copy_condition(c, m, out, {}, shifted);
     const OutputThreads warp_layout = [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop,

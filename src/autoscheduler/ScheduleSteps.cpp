@@ -478,11 +478,12 @@ void Schedule::clamp_to_input_bounds(FuncRef f, const std::vector<int> &dims, co
 
 void Schedule::block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
                           const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches,
-                          TailStrategy tail) {
+                          TailStrategy m_tail, TailStrategy n_tail) {
     Step s = block_layout_step(Step::Kind::BlockTile, std::move(stage), x, y, block_m, block_n, {}, {});
     s.extents = rows;
     s.batches = batches;
-    s.tail = tail;
+    s.tail = m_tail;
+    s.n_tail = n_tail;
     add(std::move(s));
 }
 
@@ -617,7 +618,7 @@ void Schedule::add(Step step) {
         std::vector<Var> batches;
         for (const Dim &d : step.batches) batches.emplace_back(d.name);
         alcop::schedule_block_tile(stage_of(step.stage), Var(step.x.name), Var(step.y.name), step.tile_m, step.tile_n,
-                                   var_extents(step.extents), batches, step.tail);
+                                   var_extents(step.extents), batches, step.tail, step.n_tail);
         break;
     }
     case Step::Kind::BlockAccumulators:
@@ -727,12 +728,15 @@ std::string Schedule::source(const std::string &header) const {
             std::string text = "alcop::schedule_block_tile(" + stage_text(step.stage, names) + ", ";
             text += names.var(step.x) + ", ";
             text += names.var(step.y) + ", " + std::to_string(step.tile_m) + ", " + std::to_string(step.tile_n);
-            const bool shifted = step.tail != TailStrategy::GuardWithIf;  // the helper's default
+            // The tails as far as one differs from the helper's default, GuardWithIf.
+            const bool n_shifted = step.n_tail != TailStrategy::GuardWithIf;
+            const bool shifted = n_shifted || step.tail != TailStrategy::GuardWithIf;
             if (!step.extents.empty() || !step.batches.empty() || shifted) {
                 text += ", " + extents_text(step.extents, names);
             }
             if (!step.batches.empty() || shifted) text += ", {" + dims_text(step.batches, names) + "}";
             if (shifted) text += std::string(", ") + tail_text(step.tail);
+            if (n_shifted) text += std::string(", ") + tail_text(step.n_tail);
             body << text << ");\n";
             break;
         }

@@ -121,7 +121,7 @@ struct Step {
         Clamp,     ///< alcop::autoscheduler::clamp_to_input_bounds(func[, {dims...}])
         Enable,    ///< alcop::enable(pipeline, target)
         /// alcop::schedule_block_tile(stage, x, y, block_m, block_n[, {{row, extent}...}[, {batch...}[,
-        /// TailStrategy::ShiftInwards]]])
+        /// m_tail[, n_tail]]]])
         BlockTile,
         /// alcop::store_block_accumulators(func, at, x, {{dim, extent}...})
         BlockAccumulators,
@@ -165,8 +165,9 @@ struct Step {
     std::vector<std::pair<Dim, int>> extents;
     std::vector<Dim> batches;
     FuncRef at;
-    /// BlockTile: at the block tiles' edges; ThreadTile: at the threads' (Auto: not given).
-    Halide::TailStrategy tail = Halide::TailStrategy::Auto;
+    /// BlockTile: at the block tiles' edges along M (n_tail: along N); ThreadTile: at the
+    /// threads' (Auto: not given).
+    Halide::TailStrategy tail = Halide::TailStrategy::Auto, n_tail = Halide::TailStrategy::GuardWithIf;
     std::vector<Dim> within_chunk, chunks;
     // StagedCopy (on `stage`): the loops dealt out to the threads, innermost first, and how
     struct {
@@ -253,7 +254,8 @@ public:
     /** alcop::schedule_block_tile on `stage` (the output's pure definition or update). */
     void block_tile(StageRef stage, const Dim &x, const Dim &y, int block_m, int block_n,
                     const std::vector<std::pair<Dim, int>> &rows, const std::vector<Dim> &batches,
-                    Halide::TailStrategy tail = Halide::TailStrategy::GuardWithIf);
+                    Halide::TailStrategy m_tail = Halide::TailStrategy::GuardWithIf,
+                    Halide::TailStrategy n_tail = Halide::TailStrategy::GuardWithIf);
     /** alcop::store_block_accumulators(acc, output, block_loop, tile). */
     void block_accumulators(FuncRef acc, FuncRef output, const Dim &block_loop,
                             const std::vector<std::pair<Dim, int>> &tile);

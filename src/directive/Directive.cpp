@@ -110,17 +110,20 @@ std::optional<TensorCoreRequest> requested_tensor_cores(const Function &f) {
 
 Halide::Stage schedule_block_tile(Halide::Stage stage, Var x, Var y, int block_m, int block_n,
                                   const std::vector<std::pair<Var, int>> &rows, const std::vector<Var> &batches,
-                                  TailStrategy m_tail) {
+                                  TailStrategy m_tail, TailStrategy n_tail) {
     bool positive = block_m > 0 && block_n > 0;
     for (const auto &row : rows) positive = positive && row.second > 0;
     user_assert(positive) << "alcop::schedule_block_tile(" << user_name(stage.name()) << ", " << block_m << ", "
                           << block_n << "): a block tile needs positive extents, its rows' too.\n";
-    user_assert(m_tail == TailStrategy::GuardWithIf || m_tail == TailStrategy::ShiftInwards)
-        << "alcop::schedule_block_tile(" << user_name(stage.name()) << ", " << block_m << ", " << block_n
-        << "): the edge blocks along M are guarded (GuardWithIf) or shifted inwards (ShiftInwards), so that every "
-           "block tile has one size.\n";
+    for (const auto &[tail, along] : {std::pair{m_tail, "M"}, std::pair{n_tail, "N"}}) {
+        user_assert(tail == TailStrategy::GuardWithIf || tail == TailStrategy::ShiftInwards)
+            << "alcop::schedule_block_tile(" << user_name(stage.name()) << ", " << block_m << ", " << block_n
+            << "): the edge blocks along " << along
+            << " are guarded (GuardWithIf) or shifted inwards (ShiftInwards), so that every block tile has one "
+               "size.\n";
+    }
     Var xo(x.name() + "_o"), xi(x.name() + "_i"), yo(y.name() + "_o"), yi(y.name() + "_i");
-    stage.split(x, xo, xi, block_n, TailStrategy::GuardWithIf).split(y, yo, yi, block_m, m_tail);
+    stage.split(x, xo, xi, block_n, n_tail).split(y, yo, yi, block_m, m_tail);
     std::vector<VarOrRVar> order{xi, yi};
     std::string m_name = y.name();
     for (const auto &[row, extent] : rows) {

@@ -1294,11 +1294,11 @@ TEST(TensorCoreEpilogue, ConvertsTheAccumulatorsWhereOutStores) {
     }
 }
 
-// On tensor cores the edge blocks along M shift inwards over their neighbours, so that an
-// output at least one tile large along M (and whole tiles along N) runs the kernel of whole
-// tiles. The benchmark's 8x14x14 convolution: no power-of-two tile divides 14 x 14 x 8 past 16
-// rows (2 x 2 pixels of 4 images, predicted 19.85 us, all the plugin could choose before); its
-// 64-row tiles of 8 x 8 pixels overlap 2 pixels a side (predicted 9.61 us).
+// On tensor cores the edge blocks shift inwards over their neighbours, so that an output at
+// least one tile large along each dimension (and whole 16-byte vectors along N) runs the kernel
+// of whole tiles. The benchmark's 8x14x14 convolution: no power-of-two tile divides
+// 14 x 14 x 8 past 16 rows (2 x 2 pixels of 4 images, predicted 19.85 us, all the plugin could
+// choose before); its 64-row tiles of 8 x 8 pixels overlap 2 pixels a side (predicted 9.61 us).
 TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
     const Target t("host-cuda-cuda_capability_80");
     ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
@@ -1307,13 +1307,16 @@ TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
     const Scheduled s = autoschedule(conv, "Alcop", t);
     EXPECT_NE(s.log.find("chosen: 64x64x32"), std::string::npos) << s.log;
     EXPECT_NE(s.log.find("(M tile 8x8x1)"), std::string::npos) << s.log;
-    // The branch of whole tiles: the channels a whole number of tiles, each pixel dimension at
-    // least one, its block tile shifted; the generic one guarded, its copies clamped.
-    EXPECT_NE(s.source.find(".dim(0).extent() % 64 == 0 && "), std::string::npos) << s.source;
+    // The branch of whole tiles: at least one tile along the channels (whole 16-byte vectors)
+    // and along each pixel dimension, its block tile shifted; the generic one guarded, its
+    // copies clamped.
+    EXPECT_NE(s.source.find(".dim(0).extent() >= 64 && "), std::string::npos) << s.source;
+    EXPECT_NE(s.source.find(".dim(0).extent() % 8 == 0 && "), std::string::npos) << s.source;
     EXPECT_NE(s.source.find(".dim(1).extent() >= 8 && "), std::string::npos) << s.source;
     EXPECT_NE(s.source.find(".dim(2).extent() >= 8 && "), std::string::npos) << s.source;
     EXPECT_EQ(kernel_source::count(s.source, "alcop::schedule_block_tile("), 2) << s.source;
-    EXPECT_EQ(kernel_source::count(s.source, ", TailStrategy::ShiftInwards);"), 1) << s.source;
+    EXPECT_EQ(kernel_source::count(s.source, ", TailStrategy::ShiftInwards, TailStrategy::ShiftInwards);"), 1)
+        << s.source;
     const std::string ptx = ptx_of(conv.pipeline.compile_to_module(conv.args, "conv_shifted_f16", t));
     const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
     ASSERT_EQ(kernels.size(), 2u);
@@ -1340,27 +1343,61 @@ TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
     EXPECT_EQ(acc.source.find(" >= "), std::string::npos) << acc.source;
 }
 
-// The SIMT schedule shifts its edge blocks along M too. An fp32 GEMM of 2000 rows took 16-row
-// tiles, the largest power of two that divides them, and one of 2047 rows ran every block with
-// clamped copies (0.39 instructions beside each FFMA where the whole tiles spend 0.25); both
-// now take the model's 128 x 128 tiles and run the kernel of whole tiles, whose copies are
-// direct, none clamped. (The numbers: autoscheduler_numerical_test's shapes whose last M block
-// is shifted.)
-TEST(SimtEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
+// Along N too, where N is a whole number of 16-byte vectors: the shifted last block's copies of
+// B start on one, so that they stay cp.async. An fp16 GEMM 1000 columns wide ran every block
+// with clamped copies, 2.02 instructions beside each mma.sync, where its 1024-column twin spends
+// 0.86; now the kernel of whole tiles. 1001 columns keep the clamped kernel: the specialization
+// asks for whole vectors. (The numbers: autoscheduled_tensor_core_numbers_test's shapes whose
+// last N block is shifted, with the tensor-core emulation.)
+TEST(TensorCoreEdges, BlocksAlongNShiftInwardsWhereNIsWholeVectors) {
     const Target t("host-cuda-cuda_capability_80");
     ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
     ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
-    for (int m : {2000, 2047}) {
-        SCOPED_TRACE(m);
-        Built g = gemm(m, 2048, 2048, 2048);
+    Built g = gemm16(Float(16), 2048, 1000, 2048);
+    const Scheduled s = autoschedule(g, "Alcop", t);
+    EXPECT_EQ(s.log.find("no candidate tiles the estimated sizes"), std::string::npos) << s.log;
+    EXPECT_NE(s.source.find(".dim(0).extent() % 8 == 0 && "), std::string::npos) << s.source;
+    EXPECT_EQ(kernel_source::count(s.source, "TailStrategy::ShiftInwards, TailStrategy::ShiftInwards);"), 1)
+        << s.source;
+    const std::string ptx = ptx_of(g.pipeline.compile_to_module(g.args, "gemm_shifted_n_f16", t));
+    const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+    ASSERT_EQ(kernels.size(), 2u);
+    // Whole tiles read inside the output: every copy a cp.async of 16 bytes, none clamped or
+    // staged through registers; the generic kernel's are.
+    EXPECT_EQ(kernel_source::count(kernels[0].text, "ld.global"), 0) << kernels[0].name;
+    EXPECT_EQ(kernel_source::count(kernels[0].text, "st.shared"), 0) << kernels[0].name;
+    EXPECT_GT(kernel_source::count(kernels[0].text, "cp.async.cg.shared.global"), 0) << kernels[0].name;
+    EXPECT_GT(kernel_source::count(kernels[1].text, "ld.global"), 0) << kernels[1].name;
+
+    // 1001 columns: no candidate's whole-tile kernel runs the estimate.
+    Built odd = gemm16(Float(16), 2048, 1001, 2048);
+    const Scheduled o = autoschedule(odd, "Alcop", t);
+    EXPECT_NE(o.log.find("no candidate tiles the estimated sizes"), std::string::npos) << o.log;
+}
+
+// The SIMT schedule shifts its edge blocks too. An fp32 GEMM of 2000 rows took 16-row tiles,
+// the largest power of two that divides them, one of 2047 rows ran every block with clamped
+// copies (0.39 instructions beside each FFMA where the whole tiles spend 0.25), and so did one
+// of 2000 columns; all now take the model's 128 x 128 tiles and run the kernel of whole tiles,
+// whose copies are direct, none clamped. (The numbers: autoscheduler_numerical_test's shapes
+// whose last blocks are shifted.)
+TEST(SimtEdges, BlocksShiftInwardsWhereTheOutputIsPure) {
+    const Target t("host-cuda-cuda_capability_80");
+    ScopedEnv h200("ALCOP_AUTOSCHEDULER_GPU", "H200");
+    ScopedEnv optin("ALCOP_AUTOSCHEDULER_LIMITS", "optin");
+    for (const auto &[m, n] : {std::pair{2000, 2048}, std::pair{2047, 2048}, std::pair{2048, 2000}}) {
+        SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n));
+        Built g = gemm(m, n, 2048, 2048);
         const Scheduled s = autoschedule(g, "Alcop", t);
         EXPECT_NE(s.log.find("chosen: 128x128x32 t8x8"), std::string::npos) << s.log;
         EXPECT_EQ(s.log.find("no candidate tiles the estimated sizes"), std::string::npos) << s.log;
-        EXPECT_NE(s.source.find(".dim(0).extent() % 128 == 0 && "), std::string::npos) << s.source;
-        EXPECT_NE(s.source.find(".dim(1).extent() >= 128), x, y, 128, 128, {}, {}, TailStrategy::ShiftInwards);"),
+        EXPECT_NE(s.source.find(".dim(0).extent() >= 128 && "), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(".dim(0).extent() % 4 == 0 && "), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(".dim(1).extent() >= 128), x, y, 128, 128, {}, {}, TailStrategy::ShiftInwards, "
+                                "TailStrategy::ShiftInwards);"),
                   std::string::npos)
             << s.source;
-        EXPECT_EQ(kernel_source::count(s.source, ", TailStrategy::ShiftInwards);"), 1) << s.source;
+        EXPECT_EQ(kernel_source::count(s.source, "TailStrategy::ShiftInwards);"), 1) << s.source;
         if (m != 2047) continue;  // one compilation is enough for the kernels
         const std::string ptx = ptx_of(g.pipeline.compile_to_module(g.args, "gemm_shifted_f32", t));
         const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);

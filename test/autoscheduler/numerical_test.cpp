@@ -2,9 +2,9 @@
 // for OpenCL with the plugin), run on the CPU through pocl against a double-precision
 // reference: at the estimated sizes (the pipelined fast path: chunks of the chosen k tile,
 // direct vectorized copies) and at sizes that take every other branch (another K: the same
-// chunks, the last one guarded, its tail copied from clamped coordinates; outputs that are not
-// a whole number of block tiles along N: clamped copies; along M only: the fast path, its last
-// blocks shifted inwards over their neighbours).
+// chunks, the last one guarded, its tail copied from clamped coordinates; outputs smaller than a
+// block tile, or along N not a whole number of copy vectors: clamped copies; any other: the fast
+// path, its last blocks shifted inwards over their neighbours).
 // This binary must not load libHalide: pocl links its own LLVM.
 
 #include "HalideBuffer.h"
@@ -77,6 +77,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemm,
                                            MatShape{1, 64, 256, 128},   // K as estimated, whole tiles
                                            MatShape{1, 100, 70, 128},   // K as estimated, partial tiles
                                            MatShape{1, 100, 64, 128},   // whole tiles along N, the last M block shifted
+                                           MatShape{1, 128, 200, 128},  // whole tiles along M, the last N block shifted
+                                           MatShape{1, 100, 68, 128},   // both shifted
                                            MatShape{1, 128, 128, 96},   // another K: guarded last chunk
                                            MatShape{1, 100, 70, 50},    // every tail
                                            MatShape{1, 1, 1, 1},        // one element
@@ -91,8 +93,8 @@ TEST(AutoscheduledGemmConstantK, AppliesRegisterStagesAndMatchesReference) {
     const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(source.empty()) << AS_GEMM_K256_SCHEDULE;
     EXPECT_NE(source.find("alcop::Level::Register"), std::string::npos) << source;
-    for (const MatShape &s :
-         {MatShape{1, 128, 128, 256}, MatShape{1, 100, 64, 256}, MatShape{1, 100, 70, 256}, MatShape{1, 1, 3, 256}}) {
+    for (const MatShape &s : {MatShape{1, 128, 128, 256}, MatShape{1, 100, 64, 256}, MatShape{1, 100, 68, 256},
+                              MatShape{1, 100, 70, 256}, MatShape{1, 1, 3, 256}}) {
         EXPECT_EQ(gemm_mismatches(s, false, as_gemm_k256), 0) << describe(s);
     }
 }
@@ -165,6 +167,7 @@ TEST_P(AutoscheduledGemmBias, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledGemmBias,
                          ::testing::Values(MatShape{1, 128, 128, 128},  // the estimate
                                            MatShape{1, 200, 128, 128},  // the last M block shifted over its neighbour
+                                           MatShape{1, 128, 196, 128},  // the last N block: the bias read shifted
                                            MatShape{1, 200, 130, 250},  // tails in M, N and K
                                            MatShape{1, 100, 70, 50},    // every tail, K under the estimate
                                            MatShape{1, 1, 1, 1}),       // one element
@@ -179,7 +182,8 @@ TEST_P(AutoscheduledBmm, MatchesReference) {
 // Estimates: batch 3, M = N = K = 64.
 INSTANTIATE_TEST_SUITE_P(Sizes, AutoscheduledBmm,
                          ::testing::Values(MatShape{3, 64, 64, 64},   // the estimate: fast path
-                                           MatShape{2, 50, 40, 64},   // partial tiles
+                                           MatShape{2, 50, 40, 64},   // both edges shifted
+                                           MatShape{2, 50, 42, 64},   // partial tiles
                                            MatShape{2, 50, 64, 64},   // the last M block shifted
                                            MatShape{4, 64, 64, 30},   // another K
                                            MatShape{2, 33, 64, 101},  // another K, past the estimate
@@ -228,7 +232,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AutoscheduledConv2d,
                                            ConvShape{1, 16, 16, 32, 32, 3, 3},  // whole tiles, larger
                                            ConvShape{1, 9, 8, 32, 32, 3, 3},    // a partial tile row: shifted
                                            ConvShape{1, 11, 13, 32, 16, 3, 3},  // both pixel tiles shifted
-                                           ConvShape{1, 13, 11, 32, 24, 3, 3},  // partial tiles
+                                           ConvShape{1, 13, 11, 32, 24, 3, 3},  // channels and pixels shifted
+                                           ConvShape{1, 13, 11, 32, 18, 3, 3},  // partial tiles
                                            ConvShape{1, 8, 8, 20, 32, 3, 3},    // another channel count
                                            ConvShape{1, 6, 7, 45, 8, 3, 3},     // more channels, not a tile's
                                            ConvShape{1, 5, 6, 32, 16, 1, 1},    // 1 x 1 filters

@@ -28,9 +28,10 @@ namespace {
 
 using namespace tc_numbers;
 
-/** (M, N) at the estimate (64 x 64), with tails, whole tiles of N and a tail of M and the other
- * way round (edge blocks along one dimension only), less than one block, more blocks than the
- * estimate; K as built. */
+/** (M, N) at the estimate (64 x 64); with tails along both dimensions, along M only and along
+ * N only, which the kernel of whole tiles runs, its edge blocks shifted inwards over their
+ * neighbours (N a whole number of 8-element vectors); less than one block, and N not whole
+ * vectors, which the kernel of clamped copies runs; K as built. */
 std::vector<MatMulShape> gemm_shapes(int k) {
     return {{0, 64, 64, k}, {0, 100, 72, k}, {0, 100, 64, k}, {0, 64, 72, k},
             {0, 17, 9, k},  {0, 1, 1, k},    {0, 33, 130, k}};
@@ -55,13 +56,15 @@ TEST(AutoscheduledTensorCoreNumbers, GemmF16RegisterStages) {
     check_matmul(as_gemm_tc_r2_pocl, f16, gemm_shapes(128));
 }
 TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
-    check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}});
+    // The estimate; N not whole vectors; the last M block shifted; both edges shifted.
+    check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}, {2, 40, 40, 64}});
 }
 // 3 x 3 filters over the build's 32 channels, no padding: inputs of (output + 2) pixels; the
 // estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails; and outputs whose
-// pixels the M tile does not divide but covers, with whole tiles of channels, which the kernel
-// of whole tiles runs, its edge blocks shifted inwards over their neighbours (11 x 9 and
-// 10 x 13 pixels), and one narrower than the tile, which the other kernel runs (6 x 7).
+// pixels the M tile does not divide but covers, or channels (whole vectors) the N tile does not
+// divide, which the kernel of whole tiles runs, its edge blocks shifted inwards over their
+// neighbours (11 x 9 and 10 x 13 pixels, 24 channels), and one narrower than the tile, which
+// the other kernel runs (6 x 7).
 TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
     check_conv(as_conv2d_tc_pocl, f16,
                {{1, 10, 10, 32, 32, 3, 3},
@@ -69,7 +72,8 @@ TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
                 {1, 7, 8, 32, 13, 3, 3},
                 {2, 13, 11, 32, 32, 3, 3},
                 {1, 12, 15, 32, 64, 3, 3},
-                {1, 8, 9, 32, 32, 3, 3}},
+                {1, 8, 9, 32, 32, 3, 3},
+                {1, 10, 10, 32, 24, 3, 3}},
                1, 0, /*out_4d=*/true);
 }
 

@@ -179,6 +179,12 @@ TEST(Misuse, BlockTileRoundedUp) {
     });
     EXPECT_REJECTION(e.message, "alcop::schedule_block_tile(" + alcop::user_name(e.func) + ", 64, 64)",
                      "the edge blocks along M are guarded (GuardWithIf) or shifted inwards (ShiftInwards)");
+    const DirectiveError n = directive_error("block_rounded_n", [](Func f) {
+        alcop::schedule_block_tile(f, f.args()[0], f.args()[0], 64, 64, {}, {}, TailStrategy::GuardWithIf,
+                                   TailStrategy::RoundUp);
+    });
+    EXPECT_REJECTION(n.message, "alcop::schedule_block_tile(" + alcop::user_name(n.func) + ", 64, 64)",
+                     "the edge blocks along N are guarded (GuardWithIf) or shifted inwards (ShiftInwards)");
 }
 
 TEST(Misuse, ReadAfterTheLoop) {
