@@ -1294,6 +1294,14 @@ TEST(TensorCoreEpilogue, ConvertsTheAccumulatorsWhereOutStores) {
     }
 }
 
+/** The kernel of whole tiles reads inside the output: every copy of the operands a cp.async of
+ * 16 bytes, none clamped or staged through registers (ld.global, st.shared). */
+void expect_copies_all_async(const kernel_source::Kernel &k) {
+    EXPECT_EQ(kernel_source::count(k.text, "ld.global"), 0) << k.name;
+    EXPECT_EQ(kernel_source::count(k.text, "st.shared"), 0) << k.name;
+    EXPECT_GT(kernel_source::count(k.text, "cp.async.cg.shared.global"), 0) << k.name;
+}
+
 // On tensor cores the edge blocks shift inwards over their neighbours, so that an output at
 // least one tile large along each dimension (and whole 16-byte vectors along N) runs the kernel
 // of whole tiles. The benchmark's 8x14x14 convolution: no power-of-two tile divides
@@ -1320,10 +1328,7 @@ TEST(TensorCoreEdges, BlocksAlongMShiftInwardsWhereTheOutputIsPure) {
     const std::string ptx = ptx_of(conv.pipeline.compile_to_module(conv.args, "conv_shifted_f16", t));
     const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
     ASSERT_EQ(kernels.size(), 2u);
-    // Whole tiles read inside the output: every copy a cp.async of 16 bytes, none clamped.
-    EXPECT_EQ(kernel_source::count(kernels[0].text, "ld.global"), 0) << kernels[0].name;
-    EXPECT_EQ(kernel_source::count(kernels[0].text, "st.shared"), 0) << kernels[0].name;
-    EXPECT_GT(kernel_source::count(kernels[0].text, "cp.async.cg.shared.global"), 0) << kernels[0].name;
+    expect_copies_all_async(kernels[0]);
 
     // An output that accumulates (out = 0; out += A * B) would add the overlap twice: guarded.
     ImageParam A(Float(16), 2, "A"), B(Float(16), 2, "B");
@@ -1362,11 +1367,8 @@ TEST(TensorCoreEdges, BlocksAlongNShiftInwardsWhereNIsWholeVectors) {
     const std::string ptx = ptx_of(g.pipeline.compile_to_module(g.args, "gemm_shifted_n_f16", t));
     const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
     ASSERT_EQ(kernels.size(), 2u);
-    // Whole tiles read inside the output: every copy a cp.async of 16 bytes, none clamped or
-    // staged through registers; the generic kernel's are.
-    EXPECT_EQ(kernel_source::count(kernels[0].text, "ld.global"), 0) << kernels[0].name;
-    EXPECT_EQ(kernel_source::count(kernels[0].text, "st.shared"), 0) << kernels[0].name;
-    EXPECT_GT(kernel_source::count(kernels[0].text, "cp.async.cg.shared.global"), 0) << kernels[0].name;
+    expect_copies_all_async(kernels[0]);
+    // The generic kernel's copies are clamped, staged through registers.
     EXPECT_GT(kernel_source::count(kernels[1].text, "ld.global"), 0) << kernels[1].name;
 
     // 1001 columns: no candidate's whole-tile kernel runs the estimate.
