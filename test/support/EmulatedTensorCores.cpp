@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 namespace alcop {
 namespace testing {
@@ -230,20 +231,24 @@ bool has_markers(const Stmt &s) {
 }
 
 /** The markers of one kernel replaced by private code: every register a fragment passes
- * through holds the whole warp's values of that register (see the header). */
+ * through holds its values on the lanes whose registers this lane's mma.sync reads (see the
+ * header). */
 class EmulateMarkers : public ThreadLoopMutator {
     using ThreadLoopMutator::visit;
 
-    // Lanes of a warp, and the entries of a replicated register.
     static constexpr int warp = 32;
+    // The entries of a register, g = lane / 4 and t = lane % 4 this lane's group and thread in
+    // the group: entry i < 4 is the register on lane 4g + i, where this lane's A elements come
+    // from; entry 4 + i (i < 8), on lane 8t + i, where its B elements come from.
+    static constexpr int entries = 12;
 
     std::map<std::string, Expr> lane_dependent;  // enclosing lets that depend on the lane, in terms of it
     std::set<std::string> fragment_buffers;      // register arrays ldmatrix stores into
-    std::map<std::string, std::string> replicas;  // a register variable -> its replicated array
+    std::map<std::string, std::string> replicas;  // a register variable -> the array of its entries
 
 public:
     explicit EmulateMarkers(const For *kernel) {
-        // The register arrays that hold fragments: 32 entries per register, from their
+        // The register arrays that hold fragments: `entries` per register, from their
         // allocation on.
         struct Find : IRVisitor {
             std::set<std::string> *found;
@@ -269,6 +274,11 @@ private:
         lane();  // checks the loop
         return simplify(substitute(lanes->name, l + lanes->min, substitute(lane_dependent, e)));
     }
+    /** The group (l / 4) and the thread in the group (l % 4, a constant) of the lane l whose
+     * register entry `i` holds. */
+    std::pair<Expr, int> entry_lane(int i) const {
+        return i < 4 ? std::make_pair(lane() / 4, i) : std::make_pair(2 * (lane() % 4) + (i - 4) / 4, (i - 4) % 4);
+    }
 
     static Expr load(const Type &t, const std::string &buffer, const Expr &index) {
         return Load::make(t, buffer, simplify(index), Buffer<>(), Parameter(), const_true(), ModulusRemainder());
@@ -293,23 +303,38 @@ private:
     static Expr as_bits(const Expr &e) {
         return e.type().is_uint() ? e : reinterpret(UInt(16), e);
     }
+    /** Element `element` of the 16-byte row whose first element `e0` loads from shared
+     * memory: ldmatrix reads the row from that one address (the marker's e1..e7 are the rest
+     * of the row, which the LLVM rewrite checks). */
+    static Expr row_element(const Expr &e0, const Expr &element) {
+        struct Shift : IRMutator {
+            Expr by;
+            using IRMutator::visit;
+            Expr visit(const Load *op) override {
+                return Load::make(op->type, op->name, simplify(op->index + by), op->image, op->param, op->predicate,
+                                  ModulusRemainder());
+            }
+        } shift;
+        shift.by = element;
+        return shift.mutate(e0);
+    }
 
-    /** Lane `l`'s value of register `e`: a register variable, or a load from a fragment
-     * array, both replicated (their index is the same on every lane of a warp). */
-    Expr warp_register(const Expr &e, const Expr &l) const {
+    /** Entry `i` of register `e`: a register variable, or a load from a fragment array (whose
+     * index is the same on every lane of a warp). */
+    Expr warp_register(const Expr &e, int i) const {
         if (const Variable *v = e.as<Variable>()) {
             auto it = replicas.find(v->name);
             internal_assert(it != replicas.end())
                 << "tensor-core emulation: register " << v->name << " does not come from an ldmatrix\n";
-            return load(v->type, it->second, l);
+            return load(v->type, it->second, i);
         }
         if (const Load *ld = e.as<Load>()) {
             internal_assert(fragment_buffers.count(ld->name))
                 << "tensor-core emulation: register operand " << e << " does not come from an ldmatrix\n";
-            return load(ld->type, ld->name, ld->index * warp + l);
+            return load(ld->type, ld->name, ld->index * entries + i);
         }
         if (const Cast *c = e.as<Cast>()) {
-            return cast(c->type, warp_register(c->value, l));
+            return cast(c->type, warp_register(c->value, i));
         }
         internal_assert(false) << "tensor-core emulation: register operand " << e
                                << " does not come from an ldmatrix\n";
@@ -322,45 +347,45 @@ private:
         return false;
     }
 
-    /** Writes every lane's register j of ldmatrix `ld`, through write(l, value): lane l = 4g + t
-     * gets row g, elements 2t and 2t + 1 (without .trans) or rows 2t and 2t + 1, element g
-     * (.trans) of matrix j, whose row i is at the address lane 8j + i gives (its e0..e7, as
-     * that lane computes them); the smaller index in the low half. */
+    /** Writes every entry of register j of ldmatrix `ld`, through write(i, value): lane l =
+     * 4g + t gets row g, elements 2t and 2t + 1 (without .trans) or rows 2t and 2t + 1,
+     * element g (.trans) of matrix j, whose row r starts at the address lane 8j + r gives (its
+     * e0, as that lane computes it); the smaller index in the low half. */
     Stmt ldmatrix(const Call *ld, const std::function<Stmt(int, const Expr &)> &write) const {
         internal_assert(ld->args.size() == ldmatrix_marker_args && is_const(ld->args[0]));
         const bool trans = ld->name == ldmatrix_trans_name;
         const int j = (int)*as_const_int(ld->args[0]);
-        return for_each(warp, [&](int l) {
-            const int g = l / 4, t = l % 4;
+        return for_each(entries, [&](int i) {
+            const auto [g, t] = entry_lane(i);
             Expr value;
             for (int h = 1; h >= 0; h--) {
-                const int row = trans ? 2 * t + h : g, element = trans ? g : 2 * t + h;
-                Expr half = cast(UInt(32), as_bits(at_lane(ld->args[1 + element], 8 * j + row)));
+                const Expr row = trans ? Expr(2 * t + h) : g, element = trans ? g : Expr(2 * t + h);
+                Expr half = cast(UInt(32), as_bits(row_element(at_lane(ld->args[1], 8 * j + row), element)));
                 value = value.defined() ? (value << 16) | half : half;
             }
-            return write(l, value);
+            return write(i, value);
         });
     }
 
-    /** `let r = <register>`: r becomes a replicated array of its own. */
+    /** `let r = <register>`: r becomes an array of entries of its own. */
     Stmt replicate(const LetStmt *op, const std::function<Stmt(const std::string &)> &fill) {
         const std::string array = unique_name(op->name + "_lanes");
         Stmt filled = fill(array);
         replicas[op->name] = array;
         Stmt body = mutate(op->body);
         replicas.erase(op->name);
-        return allocate(array, op->value.type(), warp, Block::make(filled, body));
+        return allocate(array, op->value.type(), entries, Block::make(filled, body));
     }
 
     Stmt visit(const LetStmt *op) override {
         if (const Call *ld = marker(op->value, ldmatrix_prefix)) {
             return replicate(op, [&](const std::string &array) {
-                return ldmatrix(ld, [&](int l, const Expr &v) { return store(array, cast(op->value.type(), v), l); });
+                return ldmatrix(ld, [&](int i, const Expr &v) { return store(array, cast(op->value.type(), v), i); });
             });
         }
         if (is_register(op->value)) {
             return replicate(op, [&](const std::string &array) {
-                return for_each(warp, [&](int l) { return store(array, warp_register(op->value, l), l); });
+                return for_each(entries, [&](int i) { return store(array, warp_register(op->value, i), i); });
             });
         }
         if (!lanes) return IRMutator::visit(op);
@@ -377,7 +402,7 @@ private:
         if (!fragment_buffers.count(op->name)) return IRMutator::visit(op);
         internal_assert(op->extents.size() == 1)
             << "tensor-core emulation: fragment array " << op->name << " is not flat\n";
-        return Allocate::make(op->name, op->type, op->memory_type, {simplify(op->extents[0] * warp)}, op->condition,
+        return Allocate::make(op->name, op->type, op->memory_type, {simplify(op->extents[0] * entries)}, op->condition,
                               mutate(op->body), op->new_expr, op->free_function);
     }
 
@@ -389,12 +414,12 @@ private:
 
     Stmt visit(const Store *op) override {
         if (fragment_buffers.count(op->name)) {
-            // A register stage's slot: every lane's value of the register.
-            auto write = [&](int l, const Expr &v) {
-                return store(op->name, cast(op->value.type(), v), op->index * warp + l);
+            // A register stage's slot: every entry of the register.
+            auto write = [&](int i, const Expr &v) {
+                return store(op->name, cast(op->value.type(), v), op->index * entries + i);
             };
             if (const Call *ld = marker(op->value, ldmatrix_prefix)) return ldmatrix(ld, write);
-            return for_each(warp, [&](int l) { return write(l, warp_register(op->value, l)); });
+            return for_each(entries, [&](int i) { return write(i, warp_register(op->value, i)); });
         }
         const Call *mma = marker(op->value, mma_prefix);
         return mma ? emulate_mma(op, mma) : IRMutator::visit(op);
@@ -404,22 +429,22 @@ private:
         return mma->name == mma_bf16_name ? BFloat(16) : Float(16);
     }
 
-    /** d_q of this lane (see the header), from the lanes' replicated registers. */
+    /** d_q of this lane (see the header), from the entries of its registers. */
     Stmt emulate_mma(const Store *st, const Call *mma) const {
         internal_assert(mma->args.size() == mma_marker_args && is_const(mma->args[0]));
         const int q = (int)*as_const_int(mma->args[0]);
-        Expr l = lane(), g = l / 4, t = l % 4;
-        Expr col = 2 * t + q % 2;  // row g + 8 (q / 2)
         auto half = [&](const Expr &reg, int k) {
             Expr bits = k % 2 ? reg >> 16 : reg & 0xffff;
             return decode(cast(UInt(16), bits), element_of(mma));
         };
         Expr sum = mma->args[7 + q];
         for (int k = 0; k < 16; k++) {
-            // A[r][k]: lane 4 (r % 8) + (k % 8) / 2, register a(r / 8 + 2 (k / 8)), half k % 2;
-            // B[k][c]: lane 4c + (k % 8) / 2, register b(k / 8), half k % 2.
-            Expr a = half(warp_register(mma->args[1 + q / 2 + 2 * (k / 8)], 4 * g + (k % 8) / 2), k);
-            Expr b = half(warp_register(mma->args[5 + k / 8], 4 * col + (k % 8) / 2), k);
+            // d_q is D[r][c], r = g + 8 (q / 2), c = 2t + q % 2. A[r][k]: lane 4 (r % 8) +
+            // (k % 8) / 2 = 4g + (k % 8) / 2, register a(r / 8 + 2 (k / 8)), half k % 2;
+            // B[k][c]: lane 4c + (k % 8) / 2 = 8t + 4 (q % 2) + (k % 8) / 2, register b(k / 8),
+            // half k % 2.
+            Expr a = half(warp_register(mma->args[1 + q / 2 + 2 * (k / 8)], (k % 8) / 2), k);
+            Expr b = half(warp_register(mma->args[5 + k / 8], 4 + 4 * (q % 2) + (k % 8) / 2), k);
             sum = sum + a * b;
         }
         return Store::make(st->name, sum, st->index, st->param, st->predicate, st->alignment);

@@ -13,15 +13,19 @@
  * The emulation adds no synchronization: no barrier, no shared memory of its own, no order
  * between threads that the real instructions do not have, so the pipeline's own waits and
  * barriers are the only ones, and a missing one gives wrong numbers as on a GPU. Each thread
- * computes privately what the warp instruction gives it, replicating the warp's registers:
+ * computes privately what the warp instruction gives it, holding the other lanes' registers
+ * that its own mma.sync reads (lane l = 4g + t):
  *  - every 32-bit register a fragment passes through (a `let` of an ldmatrix or a register
- *    copy, an entry of a register array ldmatrix stores into) becomes 32 private entries, the
- *    value of that register on each lane of the warp;
- *  - ldmatrix.x4[.trans], register j: the thread reads the 8 rows of matrix j from shared
- *    memory, at the addresses lanes 8j..8j+7 give (the marker's e0..e7, computed as those lanes
- *    compute them: the lane variable substituted, through the lets that depend on it), then
- *    fills lane l = 4g + t's entry: row g, elements 2t and 2t + 1 (without .trans) or rows 2t
- *    and 2t + 1, element g (.trans); the smaller index in the low half;
+ *    copy, an entry of a register array ldmatrix stores into) becomes 12 private entries: its
+ *    value on lanes 4g..4g+3, where this lane's A elements come from, and on lanes 8t..8t+7,
+ *    where its B elements come from (an A register's B entries, and the reverse, are never
+ *    read);
+ *  - ldmatrix.x4[.trans], register j: lane l' = 4g' + t' holds row g', elements 2t' and
+ *    2t' + 1 (without .trans) or rows 2t' and 2t' + 1, element g' (.trans) of matrix j, whose
+ *    row r the thread reads from shared memory at the address lane 8j + r gives (the marker's
+ *    e0, computed as that lane computes it: the lane variable substituted, through the lets
+ *    that depend on it; ldmatrix reads a row from its first element's address, and the LLVM
+ *    rewrite checks that e1..e7 are the rest of the row); the smaller index in the low half;
  *  - mma.sync.m16n8k16: lane l computes d_q = c_q + sum_k A[r][k] B[k][c] (r = g + 8 (q / 2),
  *    c = 2t + q % 2), reading A[r][k] from lane 4 (r % 8) + (k % 8) / 2's entry of register
  *    a(r / 8 + 2 (k / 8)), half k % 2, and B[k][c] from lane 4c + (k % 8) / 2's entry of
@@ -31,6 +35,8 @@
  * (its implicit loop barriers), which a loop here would add. The register operands of an mma
  * must come from ldmatrix, through lets and register arrays (checked), and a register array's
  * index must be the same on every lane of a warp (as the rewrite makes them: slot numbers).
+ * Holding only those lanes, not all 32, is what keeps pocl's compile of these kernels short:
+ * the gemm of tensor_core_fault_test's f16_r1 took 158 s with every lane's entries, 28 s so.
  *
  * fp16 and bf16 travel as UInt(16) bits inside the kernels: every Float(16) / BFloat(16)
  * load, store, constant, variable and register allocation becomes UInt(16), so the kernels'
