@@ -107,13 +107,32 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
                       << b.slot_bytes << " bytes";
             }
         }
+        // The rest: the kernel's other shared data (its old allocation less the pipelined
+        // tiles) and what the slots leave unused, e.g. the old place of a tile whose slots
+        // could not grow in place because another buffer follows it (PipelinePlan.h).
+        std::string rest;
+        const std::vector<PipelineLoop> &loops = analysis.kernels[i].loops;
+        if (plan.total_known && plan.total_bytes > largest_loop && loops.size() == 1) {
+            int64_t old_tiles = 0;
+            for (const StagedBuffer &b : loops[0].buffers) {
+                old_tiles += b.end - b.begin;
+            }
+            const int64_t other = std::max<int64_t>(analysis.kernels[i].allocation_bytes - old_tiles, 0);
+            const int64_t unused = plan.total_bytes - largest_loop - other;
+            if (other > 0) rest += ", " + std::to_string(other) + " bytes of the kernel's other data";
+            if (unused > 0) {
+                rest += ", and " + std::to_string(unused) +
+                        " bytes the slots leave unused (alignment, or a pipelined tile that other data follows in the "
+                        "kernel's shared allocation, which cannot grow into its slots in place: pipelining the Func "
+                        "of that data in the same loop too lets all the slots pack from the start)";
+            }
+        } else if (plan.total_known && plan.total_bytes > largest_loop) {
+            rest = ", and " + std::to_string(plan.total_bytes - largest_loop) +
+                   " bytes of the kernel's other data, its other loops' slots and alignment";
+        }
         user_error << "alcop::pipeline(" << funcs.str() << "): the GPU kernel that pipelines "
                    << (named.size() > 1 ? "them" : "it") << " would need " << (plan.total_known ? "" : "at least ")
-                   << plan.total_bytes << " bytes of shared memory per block (" << slots.str()
-                   << (plan.total_known && plan.total_bytes > largest_loop ?
-                           ", and " + std::to_string(plan.total_bytes - largest_loop) +
-                               " bytes of the kernel's other data and alignment" :
-                           "")
+                   << plan.total_bytes << " bytes of shared memory per block (" << slots.str() << rest
                    << "), more than the limit of " << limit << " bytes (" << why << "). Use fewer stages or smaller "
                    << "tiles, or raise the limit with alcop::Options::shared_memory_limit if the kernel may use "
                    << "more" << raise_shared_hint(analysis.kernels[i].device) << ".\n";

@@ -457,6 +457,26 @@ TEST(LaunchBounds, OtherTargetsIgnoreThem) {
     EXPECT_EQ(count(source, "alcop_launch_bounds"), 0) << source;
 }
 
+// A pipelined tile that another buffer follows in the kernel's shared allocation cannot grow
+// into its slots in place (src/plan/PipelinePlan.cpp): A_shared's 5 slots of 8 KiB go past
+// B_shared's 4 KiB, and A_shared's old tile is left unused. The error counts those bytes apart
+// from the other data and says how to reclaim them; with B_shared pipelined too, the slots
+// pack from the start and the same A_shared stages fit the 48 KiB (5 x 8192 + 2 x 4096).
+TEST(SharedMemoryLimit, TheBytesSlotsLeaveUnusedAreCountedApart) {
+    GeneratorParamsMap params{{"block_m", "64"}, {"block_n", "32"}, {"thread_m", "4"}, {"thread_n", "4"},
+                              {"tile_k", "32"},  {"stages", "5"},   {"stages_b", "1"}};
+    const std::string error = kernel_source::error_of("gemm", "host-cuda-cuda_capability_80", params);
+    EXPECT_NE(error.find("would need 53248 bytes of shared memory per block (A_shared: 5 stages x 8192 bytes, 4096 "
+                         "bytes of the kernel's other data, and 8192 bytes the slots leave unused"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("pipelining the Func of that data in the same loop too lets all the slots pack"),
+              std::string::npos)
+        << error;
+    params["stages_b"] = "2";
+    EXPECT_EQ(kernel_source::error_of("gemm", "host-cuda-cuda_capability_80", params), "");
+}
+
 TEST(AsyncCopies, ConvolutionTilesUseCpAsync) {
     // Both operands' copies, with and without padding. (The padded input's offset holds
     // -input.stride.1, whose alignment Halide 14's simplifier loses; copy/GlobalAlignment.h
