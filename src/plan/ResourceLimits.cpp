@@ -112,23 +112,25 @@ void check_resource_limits(const PipelineAnalysis &analysis, const std::vector<K
         // could not grow in place because another buffer follows it (PipelinePlan.h).
         std::string rest;
         const std::vector<PipelineLoop> &loops = analysis.kernels[i].loops;
-        if (plan.total_known && plan.total_bytes > largest_loop && loops.size() == 1) {
-            int64_t old_tiles = 0;
-            for (const StagedBuffer &b : loops[0].buffers) {
-                old_tiles += b.end - b.begin;
+        if (plan.total_known && plan.total_bytes > largest_loop) {
+            if (loops.size() == 1) {
+                int64_t old_tiles = 0;
+                for (const StagedBuffer &b : loops[0].buffers) {
+                    old_tiles += b.end - b.begin;
+                }
+                const int64_t other = std::max<int64_t>(analysis.kernels[i].allocation_bytes - old_tiles, 0);
+                const int64_t unused = plan.total_bytes - largest_loop - other;
+                if (other > 0) rest += ", " + std::to_string(other) + " bytes of the kernel's other data";
+                if (unused > 0) {
+                    rest += ", and " + std::to_string(unused) +
+                            " bytes the slots leave unused (alignment, or a pipelined tile that other data follows in "
+                            "the kernel's shared allocation, which cannot grow into its slots in place: pipelining "
+                            "the Func of that data in the same loop too lets all the slots pack from the start)";
+                }
+            } else {
+                rest = ", and " + std::to_string(plan.total_bytes - largest_loop) +
+                       " bytes of the kernel's other data, its other loops' slots and alignment";
             }
-            const int64_t other = std::max<int64_t>(analysis.kernels[i].allocation_bytes - old_tiles, 0);
-            const int64_t unused = plan.total_bytes - largest_loop - other;
-            if (other > 0) rest += ", " + std::to_string(other) + " bytes of the kernel's other data";
-            if (unused > 0) {
-                rest += ", and " + std::to_string(unused) +
-                        " bytes the slots leave unused (alignment, or a pipelined tile that other data follows in the "
-                        "kernel's shared allocation, which cannot grow into its slots in place: pipelining the Func "
-                        "of that data in the same loop too lets all the slots pack from the start)";
-            }
-        } else if (plan.total_known && plan.total_bytes > largest_loop) {
-            rest = ", and " + std::to_string(plan.total_bytes - largest_loop) +
-                   " bytes of the kernel's other data, its other loops' slots and alignment";
         }
         user_error << "alcop::pipeline(" << funcs.str() << "): the GPU kernel that pipelines "
                    << (named.size() > 1 ? "them" : "it") << " would need " << (plan.total_known ? "" : "at least ")
