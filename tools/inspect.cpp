@@ -1,8 +1,9 @@
 // alcop_inspect: lowers a generator in-process and shows what the ALCOP pass did.
 //
 //   alcop_inspect file.ptx      (the main loops of any PTX)
+//   alcop_inspect file.sass     (the same in a SASS listing: nvdisasm or cuobjdump -sass)
 //   alcop_inspect [-l generators.so ...] <generator> [target=<halide target>] [param=value ...]
-//                 [--stmt] [--ptx DIR] [-s Scheduler] [-p plugin.so]
+//                 [--stmt] [--ptx DIR] [--sass] [-s Scheduler] [-p plugin.so]
 //
 // The generators are the project's (gemm, bmm, conv2d, the plain contractions) and those of
 // each `-l` module: a user's shared library of generators (add_library(... MODULE ...) linking
@@ -13,7 +14,8 @@
 // Prints what alcop::inspect reports (alcop/Inspect.h): the requests and auto_pipeline's
 // choices, the pipelined loop before and after the pass, each kernel's bank conflicts, and for
 // CUDA each kernel's main loop and its ptxas registers; --stmt adds the Stmt before and after
-// the pass, --ptx DIR writes the PTX to DIR/<generator>.ptx. The plain contractions (as_gemm,
+// the pass, --ptx DIR writes the PTX to DIR/<generator>.ptx, --sass counts each main loop in the
+// SASS too (where nvdisasm is found; also after file.ptx). The plain contractions (as_gemm,
 // as_bmm, as_conv2d) are built in, and the Alcop autoscheduler runs in-process: with
 // `auto_schedule=true`, the kernels it gives them.
 
@@ -23,6 +25,7 @@
 #include "autoscheduler/AlcopAutoscheduler.h"
 
 #include <algorithm>
+#include <cstring>
 #include <dlfcn.h>
 #include <fstream>
 #include <iostream>
@@ -34,7 +37,9 @@ namespace {
 
 int inspect_main(int argc, char **argv) {
     if (argc < 2) {
-        std::cerr << "usage: " << argv[0] << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--verbose]\n"
+        std::cerr << "usage: " << argv[0]
+                  << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--sass] "
+                     "[--verbose]\n"
                   << "generators:";
         for (const auto &g : GeneratorRegistry::enumerate()) std::cerr << " " << g;
         std::cerr << "\n";
@@ -54,15 +59,22 @@ int inspect_main(int argc, char **argv) {
         return 1;
     }
     const std::string generator = argv[first];
-    if (generator.size() > 4 && generator.compare(generator.size() - 4, 4, ".ptx") == 0) {
-        // A PTX file of any origin (a peer's kernel, nvcc's output): its main loops alone.
+    auto ends_with = [&](const char *suffix) {
+        const size_t n = strlen(suffix);
+        return generator.size() > n && generator.compare(generator.size() - n, n, suffix) == 0;
+    };
+    if (ends_with(".ptx") || ends_with(".sass")) {
+        // A PTX file of any origin (a peer's kernel, nvcc's output), or the SASS listing of a
+        // cubin (nvdisasm, cuobjdump -sass): its main loops alone.
         std::ifstream in(generator);
-        const std::string ptx((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         if (!in) {
             std::cerr << "cannot read " << generator << "\n";
             return 1;
         }
-        std::cout << alcop::inspect_ptx(ptx);
+        const bool sass = std::find_if(argv + first + 1, argv + argc,
+                                       [](const char *a) { return std::string(a) == "--sass"; }) != argv + argc;
+        std::cout << (ends_with(".ptx") ? alcop::inspect_ptx(text, sass) : alcop::inspect_sass(text));
         return 0;
     }
     // `auto_schedule=true` runs the Alcop autoscheduler in this process (its lowering pass is
@@ -71,12 +83,16 @@ int inspect_main(int argc, char **argv) {
     Pipeline::set_default_autoscheduler_name("Alcop");
     Target target("host-opencl");
     GeneratorParamsMap params;
-    bool print_stmt = false, list_accesses = false;
+    bool print_stmt = false, list_accesses = false, sass = false;
     std::string ptx_dir;
     for (int i = first + 1; i < argc; i++) {
         std::string arg = argv[i];
         if (arg == "--stmt") {
             print_stmt = true;
+            continue;
+        }
+        if (arg == "--sass") {
+            sass = true;
             continue;
         }
         if (arg == "--verbose" || arg == "-v") {
@@ -127,6 +143,7 @@ int inspect_main(int argc, char **argv) {
     options.print_stmt = print_stmt;
     options.ptx_dir = ptx_dir;
     options.list_conflicting_accesses = list_accesses;
+    options.sass = sass;
     const std::string report =
         alcop::inspect(generator, target, [&]() { return gen->build_module(generator); }, options);
     std::cout << report;

@@ -21,6 +21,10 @@ struct InspectOptions {
     std::string ptx_dir;
     /** Also list each shared access with bank conflicts (each kernel's total is always given). */
     bool list_conflicting_accesses = false;
+    /** Also count each CUDA kernel's main loop in its SASS for sm_80 and sm_90: assembled by the
+     * ptxas beside nvdisasm (PATH, then /usr/local/cuda/bin) and disassembled by it; where there
+     * is none, the report says so. */
+    bool sass = false;
 };
 
 /** Runs `compile`, which lowers a pipeline the pass is installed on (alcop::enable or
@@ -41,8 +45,13 @@ std::string inspect(const std::string &name, const Halide::Target &target,
 std::string inspect(Halide::Pipeline p, const std::vector<Halide::Argument> &args, const Halide::Target &target,
                     const InspectOptions &options = {});
 
-/** The main loops of any PTX (a peer's kernel, nvcc's output) and their registers, as above. */
-std::string inspect_ptx(const std::string &ptx);
+/** The main loops of any PTX (a peer's kernel, nvcc's output) and their registers, as above;
+ * with `sass`, in its SASS too (InspectOptions::sass). */
+std::string inspect_ptx(const std::string &ptx, bool sass = false);
+
+/** The main loops of a SASS listing (`nvdisasm` or `cuobjdump -sass` of a cubin), counted as
+ * the PTX's are under SASS's names (HMMA, LDSM, LDGSTS, ...: docs/mainloop.md). */
+std::string inspect_sass(const std::string &listing);
 
 }  // namespace alcop
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <functional>
 #include <iomanip>
+#include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -14,6 +16,7 @@ namespace {
 /** One PTX instruction: its guard, opcode and operands as written. */
 struct Instruction {
     bool predicated = false;
+    std::string guard;  ///< as written: `@%p1`, `@!P0`, `@!PT`
     std::string opcode;
     std::vector<std::string> operands;
 };
@@ -27,6 +30,10 @@ struct Kernel {
     std::string name;
     std::vector<Block> blocks;
 };
+
+bool starts_with(const std::string &s, const char *prefix) {
+    return s.rfind(prefix, 0) == 0;
+}
 
 std::string trim(const std::string &s) {
     const size_t b = s.find_first_not_of(" \t\r\n");
@@ -59,6 +66,7 @@ Instruction parse_instruction(std::string text) {
     if (!text.empty() && text[0] == '@') {
         i.predicated = true;
         const size_t sp = text.find_first_of(" \t");
+        i.guard = text.substr(0, sp);
         text = sp == std::string::npos ? "" : trim(text.substr(sp));
     }
     const size_t sp = text.find_first_of(" \t");
@@ -171,6 +179,107 @@ std::vector<Kernel> kernels_of(const std::string &ptx) {
     return kernels;
 }
 
+/** The listing a loop is read from: PTX (its own names) or SASS (the machine code's). */
+enum class Isa { Ptx, Sass };
+
+/** The opcode's first word: `IMAD` of `IMAD.MOV.U32`, `add` of `add.s32`. */
+std::string family(const std::string &opcode) {
+    return opcode.substr(0, opcode.find('.'));
+}
+
+/** A jump to a target in the kernel: PTX's bra; SASS's BRA, JMP and CALL.REL.NOINC (ptxas's
+ * exit from a loop: a call that does not return). */
+bool is_branch(const Instruction &i, Isa isa) {
+    if (isa == Isa::Ptx) return starts_with(i.opcode, "bra");
+    return family(i.opcode) == "BRA" || family(i.opcode) == "JMP" || starts_with(i.opcode, "CALL.REL.NOINC");
+}
+
+/** The kernels of a SASS listing (nvdisasm's, or cuobjdump -sass's), each split into basic
+ * blocks with their successors. An instruction's line is its address (hex, in a C comment), a
+ * guard where it has one (`@P0`, `@!P0`), its opcode and operands, and `;`. A branch names its target as a label (nvdisasm: `(.L_x_3)`, defined by a line `.L_x_3:`) or an
+ * address (cuobjdump: `0x960`). A kernel starts at `.section .text.NAME` (nvdisasm) or
+ * `Function : NAME` (cuobjdump). */
+std::vector<Kernel> kernels_of_sass(const std::string &listing) {
+    struct Line {
+        int64_t address;
+        Instruction instruction;
+    };
+    std::vector<std::pair<std::string, std::vector<Line>>> raw;  // each kernel's instructions
+    std::vector<std::map<std::string, int64_t>> labels;          // each kernel's labels' addresses
+    std::vector<std::string> pending;                            // labels before the next instruction
+    const std::regex section(R"(^\s*\.section\s+\.text\.([^,\s]+))"), function(R"(^\s*Function\s*:\s*(\S+))"),
+        label(R"(^\s*(\.L\w*):)"), instruction(R"(^\s*/\*([0-9a-fA-F]+)\*/\s+([^;]*);)");
+    std::istringstream lines(listing);
+    std::smatch m;
+    for (std::string l; std::getline(lines, l);) {
+        if (std::regex_search(l, m, section) || std::regex_search(l, m, function)) {
+            raw.push_back({m[1], {}});
+            labels.emplace_back();
+            pending.clear();
+        } else if (raw.empty()) {
+            continue;
+        } else if (std::regex_search(l, m, label)) {
+            pending.push_back(m[1]);
+        } else if (std::regex_search(l, m, instruction)) {
+            const int64_t address = std::stoll(m[1], nullptr, 16);
+            for (const std::string &p : pending) labels.back()[p] = address;
+            pending.clear();
+            raw.back().second.push_back({address, parse_instruction(m[2])});
+        }
+    }
+    auto ends_kernel = [](const Instruction &i) {
+        return starts_with(i.opcode, "EXIT") || starts_with(i.opcode, "RET") || starts_with(i.opcode, "BPT");
+    };
+    std::vector<Kernel> kernels;
+    for (size_t k = 0; k < raw.size(); k++) {
+        const std::vector<Line> &code = raw[k].second;
+        // A branch's target address, or -1 (an indirect or unknown target).
+        auto target_of = [&](const Instruction &i) -> int64_t {
+            if (i.operands.empty()) return -1;
+            std::string t = i.operands.back();
+            t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == '`' || c == '(' || c == ')'; }),
+                    t.end());
+            if (starts_with(t, "0x")) return std::stoll(t, nullptr, 16);
+            auto it = labels[k].find(t);
+            return it == labels[k].end() ? -1 : it->second;
+        };
+        // Leaders: the first instruction, every branch target, and what follows a branch or exit.
+        std::set<int64_t> leaders;
+        for (size_t p = 0; p < code.size(); p++) {
+            const Instruction &i = code[p].instruction;
+            if (p == 0) leaders.insert(code[p].address);
+            const bool branch = is_branch(i, Isa::Sass);
+            if (branch && target_of(i) >= 0) leaders.insert(target_of(i));
+            if ((branch || ends_kernel(i)) && p + 1 < code.size()) leaders.insert(code[p + 1].address);
+        }
+        Kernel kernel;
+        kernel.name = raw[k].first;
+        std::map<int64_t, int> block_at;
+        std::vector<int64_t> targets;  // each block's branch target, or -1
+        std::vector<bool> falls_through;
+        for (const Line &line : code) {
+            if (leaders.count(line.address)) {
+                block_at[line.address] = (int)kernel.blocks.size();
+                kernel.blocks.emplace_back();
+                targets.push_back(-1);
+                falls_through.push_back(true);
+            }
+            const Instruction &i = line.instruction;
+            const bool branch = is_branch(i, Isa::Sass);
+            if (branch) targets.back() = target_of(i);
+            if ((branch || ends_kernel(i)) && !i.predicated) falls_through.back() = false;
+            kernel.blocks.back().body.push_back(i);
+        }
+        for (size_t b = 0; b < kernel.blocks.size(); b++) {
+            if (falls_through[b] && b + 1 < kernel.blocks.size()) kernel.blocks[b].successors.push_back((int)b + 1);
+            auto it = block_at.find(targets[b]);
+            if (it != block_at.end()) kernel.blocks[b].successors.push_back(it->second);
+        }
+        kernels.push_back(std::move(kernel));
+    }
+    return kernels;
+}
+
 /** The strongly connected components that are loops (more than one block, or a block that
  * branches to itself), each as its blocks in textual order. Tarjan's algorithm. */
 std::vector<std::vector<int>> loops_of(const std::vector<Block> &blocks) {
@@ -212,17 +321,20 @@ std::vector<std::vector<int>> loops_of(const std::vector<Block> &blocks) {
     return loops;
 }
 
-bool starts_with(const std::string &s, const char *prefix) {
-    return s.rfind(prefix, 0) == 0;
-}
-
-bool is_mma(const Instruction &i) {
-    return starts_with(i.opcode, "mma.sync") || starts_with(i.opcode, "wmma.mma");
-}
-
-bool is_fp32_fma(const Instruction &i) {
-    return starts_with(i.opcode, "fma.") && i.opcode.size() > 4 && i.opcode.compare(i.opcode.size() - 4, 4, ".f32") == 0;
-}
+/** What an instruction does in a main loop: MainLoop.h's categories. */
+enum class Role {
+    Work,
+    Ldmatrix,
+    CpAsync,
+    Commit,
+    Wait,
+    SharedLoad,
+    SharedStore,
+    GlobalLoad,
+    Barrier,
+    RetypingMove,
+    Other
+};
 
 /** The register class of an operand ("r", "rd", "f", ...), or "" for anything but a register. */
 std::string register_class(const std::string &op) {
@@ -241,48 +353,111 @@ bool is_retyping_move(const Instruction &i) {
     return !a.empty() && !b.empty() && a != b;
 }
 
-MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, const std::vector<int> &loop,
+Role ptx_role(const Instruction &i, bool tensor_cores) {
+    const std::string &op = i.opcode;
+    const bool mma = starts_with(op, "mma.sync") || starts_with(op, "wmma.mma");
+    const bool fp32_fma = starts_with(op, "fma.") && op.size() > 4 && op.compare(op.size() - 4, 4, ".f32") == 0;
+    if (tensor_cores ? mma : fp32_fma) return Role::Work;
+    if (starts_with(op, "ldmatrix")) return Role::Ldmatrix;
+    if (starts_with(op, "cp.async.commit_group")) return Role::Commit;
+    if (starts_with(op, "cp.async.wait")) return Role::Wait;
+    if (starts_with(op, "cp.async.")) return Role::CpAsync;
+    if (starts_with(op, "ld.shared") || starts_with(op, "ld.volatile.shared")) return Role::SharedLoad;
+    if (starts_with(op, "st.shared") || starts_with(op, "st.volatile.shared")) return Role::SharedStore;
+    if (starts_with(op, "ld.global")) return Role::GlobalLoad;
+    if (starts_with(op, "bar.") || starts_with(op, "barrier.")) return Role::Barrier;
+    if (is_retyping_move(i)) return Role::RetypingMove;
+    return Role::Other;
+}
+
+/** Never executed: SASS's guard `@!PT` (not true) is false. ptxas places such instructions
+ * (`@!PT LDS RZ, [RZ]` after asynchronous copies) for the hardware's sake; they take issue
+ * slots and do nothing else. */
+bool never_executed(const Instruction &i) {
+    return i.guard == "@!PT";
+}
+
+/** SASS names the same roles: HMMA (mma.sync), FFMA, LDSM (ldmatrix), LDGSTS (cp.async),
+ * LDGDEPBAR (its commit), DEPBAR (its wait), LDS / STS / LDG, BAR. Registers have no types in
+ * SASS, so nothing retypes them; an instruction never executed is other. */
+Role sass_role(const Instruction &i, bool tensor_cores) {
+    if (never_executed(i)) return Role::Other;
+    static const std::map<std::string, Role> roles = {
+        {"LDSM", Role::Ldmatrix},  {"LDGSTS", Role::CpAsync},  {"LDGDEPBAR", Role::Commit}, {"DEPBAR", Role::Wait},
+        {"LDS", Role::SharedLoad}, {"STS", Role::SharedStore}, {"LDG", Role::GlobalLoad},   {"BAR", Role::Barrier}};
+    const std::string f = family(i.opcode);
+    if (f == (tensor_cores ? "HMMA" : "FFMA")) return Role::Work;
+    auto it = roles.find(f);
+    return it == roles.end() ? Role::Other : it->second;
+}
+
+Role role_of(const Instruction &i, Isa isa, bool tensor_cores) {
+    return isa == Isa::Ptx ? ptx_role(i, tensor_cores) : sass_role(i, tensor_cores);
+}
+
+/** The bytes an asynchronous copy moves: PTX's cp-size operand, SASS's size suffix in bits
+ * (`LDGSTS.E.BYPASS.LTC128B.128`; none: 32). */
+int copy_bytes(const Instruction &i, Isa isa) {
+    if (isa == Isa::Ptx) return i.operands.size() >= 3 ? std::atoi(i.operands[2].c_str()) : 0;
+    std::istringstream parts(i.opcode);
+    for (std::string part; std::getline(parts, part, '.');) {
+        if (part == "128" || part == "64") return std::stoi(part) / 8;
+    }
+    return 4;
+}
+
+MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, const std::vector<int> &loop, Isa isa,
                      bool tensor_cores) {
     MainLoopReport r;
     r.kernel = name;
     r.found = true;
+    r.sass = isa == Isa::Sass;
     r.tensor_cores = tensor_cores;
     r.blocks = (int)loop.size();
     std::map<std::string, int> other;
     std::vector<bool> is_work;
     for (int b : loop) {
         for (const Instruction &i : blocks[b].body) {
-            const std::string &op = i.opcode;
             r.instructions++;
-            const bool work = tensor_cores ? is_mma(i) : is_fp32_fma(i);
+            const Role role = role_of(i, isa, tensor_cores);
             // A retyping move issues nothing, so it takes no place in a stretch either.
-            if (!is_retyping_move(i)) is_work.push_back(work);
-            if (work) {
+            if (role != Role::RetypingMove) is_work.push_back(role == Role::Work);
+            switch (role) {
+            case Role::Work:
                 r.work++;
-            } else if (starts_with(op, "ldmatrix")) {
+                break;
+            case Role::Ldmatrix:
                 r.ldmatrix++;
-            } else if (starts_with(op, "cp.async.commit_group")) {
+                break;
+            case Role::CpAsync:
+                r.cp_async[copy_bytes(i, isa)]++;
+                break;
+            case Role::Commit:
                 r.commits++;
-            } else if (starts_with(op, "cp.async.wait")) {
+                break;
+            case Role::Wait:
                 r.waits++;
-            } else if (starts_with(op, "cp.async.")) {
-                int bytes = 0;
-                if (i.operands.size() >= 3) bytes = std::atoi(i.operands[2].c_str());
-                r.cp_async[bytes]++;
-            } else if (starts_with(op, "ld.shared") || starts_with(op, "ld.volatile.shared")) {
+                break;
+            case Role::SharedLoad:
                 r.shared_loads++;
-            } else if (starts_with(op, "st.shared") || starts_with(op, "st.volatile.shared")) {
+                break;
+            case Role::SharedStore:
                 r.shared_stores++;
-            } else if (starts_with(op, "ld.global")) {
+                break;
+            case Role::GlobalLoad:
                 r.global_loads++;
-            } else if (starts_with(op, "bar.") || starts_with(op, "barrier.")) {
+                break;
+            case Role::Barrier:
                 r.barriers++;
-            } else if (is_retyping_move(i)) {
+                break;
+            case Role::RetypingMove:
                 r.retyping_moves++;
-            } else {
+                break;
+            case Role::Other:
                 r.other++;
-                other[op.substr(0, op.find('.'))]++;
-                if (i.predicated && starts_with(op, "bra")) r.conditional_branches++;
+                other[never_executed(i) ? i.guard + " " + family(i.opcode) : family(i.opcode)]++;
+                if (i.predicated && is_branch(i, isa)) r.conditional_branches++;
+                break;
             }
         }
     }
@@ -306,28 +481,22 @@ MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, 
     return r;
 }
 
-}  // namespace
-
-int MainLoopReport::cp_async_total() const {
-    int n = 0;
-    for (const auto &c : cp_async) n += c.second;
-    return n;
-}
-
-std::vector<MainLoopReport> main_loops(const std::string &ptx) {
+/** Each kernel's main loop: the loop holding the most mma.sync; where none does, the most fp32
+ * fma. */
+std::vector<MainLoopReport> main_loops_of(const std::vector<Kernel> &kernels, Isa isa) {
     std::vector<MainLoopReport> reports;
-    for (const Kernel &k : kernels_of(ptx)) {
-        // The loop holding the most mma.sync; where none does, the most fp32 fma.
+    for (const Kernel &k : kernels) {
         const std::vector<std::vector<int>> loops = loops_of(k.blocks);
         auto work_in = [&](const std::vector<int> &loop, bool tensor_cores) {
             int n = 0;
             for (int b : loop) {
-                for (const Instruction &i : k.blocks[b].body) n += tensor_cores ? is_mma(i) : is_fp32_fma(i);
+                for (const Instruction &i : k.blocks[b].body) n += role_of(i, isa, tensor_cores) == Role::Work;
             }
             return n;
         };
         MainLoopReport r;
         r.kernel = k.name;
+        r.sass = isa == Isa::Sass;
         for (bool tensor_cores : {true, false}) {
             const std::vector<int> *best = nullptr;
             int most = 0;
@@ -339,7 +508,7 @@ std::vector<MainLoopReport> main_loops(const std::string &ptx) {
                 }
             }
             if (best) {
-                r = count(k.name, k.blocks, *best, tensor_cores);
+                r = count(k.name, k.blocks, *best, isa, tensor_cores);
                 break;
             }
         }
@@ -348,28 +517,46 @@ std::vector<MainLoopReport> main_loops(const std::string &ptx) {
     return reports;
 }
 
-std::string to_string(const MainLoopReport &r) {
+}  // namespace
+
+int MainLoopReport::cp_async_total() const {
+    int n = 0;
+    for (const auto &c : cp_async) n += c.second;
+    return n;
+}
+
+std::vector<MainLoopReport> main_loops(const std::string &ptx) {
+    return main_loops_of(kernels_of(ptx), Isa::Ptx);
+}
+
+std::vector<MainLoopReport> main_loops_sass(const std::string &listing) {
+    return main_loops_of(kernels_of_sass(listing), Isa::Sass);
+}
+
+std::string describe_iteration(const MainLoopReport &r) {
     std::ostringstream os;
-    os << "main loop of " << r.kernel << ": ";
     if (!r.found) {
-        os << "no loop holds mma.sync or fp32 fma";
+        // (ptxas unrolls a loop of few constant trips: its work is then straight-line code.)
+        os << (r.sass ? "no loop holds HMMA or FFMA (ptxas may have unrolled it)" :
+                        "no loop holds mma.sync or fp32 fma");
         return os.str();
     }
-    const char *work = r.tensor_cores ? "mma.sync" : "fma.f32";
+    // The same roles under each listing's names.
+    const char *work = r.tensor_cores ? (r.sass ? "HMMA" : "mma.sync") : (r.sass ? "FFMA" : "fma.f32");
     os << r.work << " " << work;
-    auto item = [&](int n, const char *what) {
-        if (n) os << ", " << n << " " << what;
+    auto item = [&](int n, const char *ptx, const char *sass) {
+        if (n) os << ", " << n << " " << (r.sass ? sass : ptx);
     };
-    item(r.ldmatrix, "ldmatrix");
+    item(r.ldmatrix, "ldmatrix", "LDSM");
     for (const auto &[bytes, n] : r.cp_async) {
-        os << ", " << n << " cp.async of " << bytes << " B";
+        os << ", " << n << (r.sass ? " LDGSTS" : " cp.async") << " of " << bytes << " B";
     }
-    item(r.shared_loads, "ld.shared");
-    item(r.shared_stores, "st.shared");
-    item(r.global_loads, "ld.global");
-    item(r.barriers, "barrier");
-    item(r.commits, "commit");
-    item(r.waits, "wait");
+    item(r.shared_loads, "ld.shared", "LDS");
+    item(r.shared_stores, "st.shared", "STS");
+    item(r.global_loads, "ld.global", "LDG");
+    item(r.barriers, "barrier", "BAR");
+    item(r.commits, "commit", "LDGDEPBAR");
+    item(r.waits, "wait", "DEPBAR");
     os << ", " << r.other << " other";
     for (size_t o = 0; o < r.other_by_opcode.size() && o < 6; o++) {
         os << (o ? ", " : " (") << r.other_by_opcode[o].first << " " << r.other_by_opcode[o].second;
@@ -379,6 +566,10 @@ std::string to_string(const MainLoopReport &r) {
        << r.conditional_branches << " conditional branches, longest stretch " << r.longest_stretch << " without "
        << work;
     return os.str();
+}
+
+std::string to_string(const MainLoopReport &r) {
+    return "main loop of " + r.kernel + ": " + describe_iteration(r);
 }
 
 }  // namespace alcop

@@ -29,7 +29,14 @@
  * tensor or FMA pipe can starve within one warp. (An fp16 mma.sync takes its operands in `%hh`
  * registers where a bf16 one takes `%r`: the same loop spells 32 more moves in fp16, none in SASS.)
  *
- * It reads text and changes nothing; it knows PTX as LLVM 14's NVPTX backend and nvcc print it.
+ * The same report reads SASS, the machine code ptxas makes of the PTX (main_loops_sass(), on a
+ * listing by nvdisasm or cuobjdump -sass), under its names: HMMA (mma.sync) or FFMA, LDSM
+ * (ldmatrix), LDGSTS (cp.async, sized by its suffix in bits), LDGDEPBAR (commit), DEPBAR (wait),
+ * LDS / STS / LDG, BAR; SASS registers have no types, so it has no retyping moves. Uniform
+ * datapath instructions (UIADD3, ...) take issue slots as the others do and count as other.
+ *
+ * It reads text and changes nothing; it knows PTX as LLVM 14's NVPTX backend and nvcc print it,
+ * and SASS as nvdisasm and cuobjdump (CUDA 11.8 to 13) print it.
  */
 
 #include <map>
@@ -42,6 +49,7 @@ struct MainLoopReport {
     std::string kernel;                ///< the .entry name
     bool found = false;                ///< a loop holds work
     bool tensor_cores = false;         ///< the work is mma.sync (else fp32 fma)
+    bool sass = false;                 ///< counted in a SASS listing, not in PTX
     int blocks = 0;                    ///< basic blocks in the loop
     int conditional_branches = 0;      ///< predicated bra in the loop
     int instructions = 0;              ///< all instructions of one iteration
@@ -69,8 +77,15 @@ struct MainLoopReport {
  * holding work is reported with found = false. */
 std::vector<MainLoopReport> main_loops(const std::string &ptx);
 
-/** One line per kernel: the counts, the other instructions by opcode, the overhead per work
- * instruction, the blocks and the longest stretch. */
+/** The main loop of every kernel of a SASS listing (nvdisasm's, or cuobjdump -sass's), in its
+ * order, counted as above under SASS's names. */
+std::vector<MainLoopReport> main_loops_sass(const std::string &listing);
+
+/** The counts of one iteration, the other instructions by opcode, the overhead per work
+ * instruction, the blocks and the longest stretch, in the listing's names. */
+std::string describe_iteration(const MainLoopReport &r);
+
+/** One line per kernel: "main loop of <kernel>: " and describe_iteration(). */
 std::string to_string(const MainLoopReport &r);
 
 }  // namespace alcop

@@ -34,6 +34,30 @@ std::string ptx_of(const Module &module) {
     return ptx.find(".entry") == std::string::npos ? "" : ptx;
 }
 
+/** Runs `script` (sh) with $PTX naming a temporary file that holds `ptx` and $CUBIN a
+ * temporary path beside it; returns its exit status, its output in *out. */
+int run_on_ptx(const std::string &ptx, const std::string &script, std::string *out) {
+    const char *tmp = getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/alcop_inspect_XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0) {
+        *out = "no temporary file";
+        return -1;
+    }
+    close(fd);
+    std::ofstream(path) << ptx;
+    const std::string cmd = "PTX='" + path + "' CUBIN='" + path + ".cubin'; export PATH=$PATH:/usr/local/cuda/bin; { " +
+                            script + "; } 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    char line[4096];
+    out->clear();
+    while (p && fgets(line, sizeof line, p)) *out += line;
+    const int status = p ? pclose(p) : -1;
+    std::remove(path.c_str());
+    std::remove((path + ".cubin").c_str());
+    return status;
+}
+
 struct Assembled {
     int registers = -1, spill_bytes = -1;
 };
@@ -41,24 +65,12 @@ struct Assembled {
 /** What ptxas -v says of each kernel of `ptx` for `arch`; empty, with the reason in *why, where
  * ptxas is not found (PATH, then /usr/local/cuda/bin) or rejects the PTX. */
 std::map<std::string, Assembled> assemble(const std::string &ptx, const std::string &arch, std::string *why) {
-    const char *tmp = getenv("TMPDIR");
-    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/alcop_inspect_XXXXXX";
-    const int fd = mkstemp(path.data());
-    if (fd < 0) {
-        *why = "no temporary file for ptxas";
-        return {};
-    }
-    close(fd);
-    std::ofstream(path) << ptx;
-    const std::string cmd = "PATH=$PATH:/usr/local/cuda/bin; command -v ptxas >/dev/null || { echo 'ptxas: not found'; "
-                            "exit 127; }; ptxas -v -arch=" +
-                            arch + " " + path + " -o /dev/null 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    char line[1024];
     std::string log;
-    while (p && fgets(line, sizeof line, p)) log += line;
-    const int status = p ? pclose(p) : -1;
-    std::remove(path.c_str());
+    const int status = run_on_ptx(ptx,
+                                  "command -v ptxas >/dev/null || { echo 'ptxas: not found'; exit 127; }; "
+                                  "ptxas -v -arch=" +
+                                      arch + " \"$PTX\" -o /dev/null",
+                                  &log);
     if (status != 0) {
         *why = log.find("ptxas: not found") != std::string::npos ? "ptxas not found (PATH, /usr/local/cuda/bin)"
                                                                 : "ptxas failed: " + log;
@@ -76,6 +88,30 @@ std::map<std::string, Assembled> assemble(const std::string &ptx, const std::str
     return kernels;
 }
 
+/** The SASS listing of `ptx` for `arch`, assembled by the ptxas beside nvdisasm (PATH, then
+ * /usr/local/cuda/bin): a disassembler reads the cubins of its own CUDA release and older ones,
+ * not a newer ptxas's. The release in *release; "" with the reason in *why where there is no
+ * such pair or it fails. */
+std::string disassemble(const std::string &ptx, const std::string &arch, std::string *release, std::string *why) {
+    std::string out;
+    const int status =
+        run_on_ptx(ptx,
+                   "nv=$(command -v nvdisasm) || { echo 'nvdisasm not found (PATH, /usr/local/cuda/bin)'; exit 127; }; "
+                   "as=$(dirname \"$nv\")/ptxas; [ -x \"$as\" ] || { echo \"no ptxas beside $nv\"; exit 126; }; "
+                   "\"$as\" --version | sed -n 's/.*release \\([0-9.]*\\).*/ptxas release \\1/p'; "
+                   "\"$as\" -arch=" +
+                       arch + " \"$PTX\" -o \"$CUBIN\" && \"$nv\" -c \"$CUBIN\"",
+                   &out);
+    if (status != 0) {
+        *why = out.substr(0, out.find('\n'));
+        return "";
+    }
+    const size_t eol = out.find('\n');
+    const std::string first = out.substr(0, eol);
+    *release = first.rfind("ptxas release ", 0) == 0 ? first.substr(14) : "?";
+    return out;
+}
+
 /** The Funcs of `requests` without Halide's uniquifying suffixes, by level. */
 void split_by_level(const std::map<std::string, PipelineRequest> &requests, std::set<std::string> *shared,
                     std::set<std::string> *fragments, std::ostream &os) {
@@ -90,28 +126,50 @@ void split_by_level(const std::map<std::string, PipelineRequest> &requests, std:
 
 }  // namespace
 
-std::string inspect_ptx(const std::string &ptx) {
+std::string inspect_ptx(const std::string &ptx, bool sass) {
     std::ostringstream os;
     const std::vector<MainLoopReport> loops = main_loops(ptx);
     if (loops.empty()) return "";
+    const std::vector<std::string> archs{"sm_80", "sm_90"};
     std::map<std::string, std::map<std::string, Assembled>> by_arch;
     std::string why;
-    for (const char *arch : {"sm_80", "sm_90"}) {
+    for (const std::string &arch : archs) {
         by_arch[arch] = assemble(ptx, arch, &why);
+    }
+    // Each kernel's main loop in the machine code too, where asked and a disassembler is found.
+    std::map<std::string, std::map<std::string, MainLoopReport>> sass_by_arch;
+    std::string release, why_no_sass;
+    for (const std::string &arch : sass ? archs : std::vector<std::string>{}) {
+        const std::string listing = disassemble(ptx, arch, &release, &why_no_sass);
+        if (!why_no_sass.empty()) break;
+        for (const MainLoopReport &r : main_loops_sass(listing)) sass_by_arch[arch][r.kernel] = r;
     }
     for (const MainLoopReport &r : loops) {
         os << to_string(r) << "\n";
-        if (!why.empty()) continue;
-        os << "  ptxas:";
-        for (const auto &[arch, kernels] : by_arch) {
-            auto k = kernels.find(r.kernel);
-            if (k == kernels.end()) continue;
-            os << " " << arch << " " << k->second.registers << " registers, " << k->second.spill_bytes
-               << " bytes spilled;";
+        if (why.empty()) {
+            os << "  ptxas:";
+            for (const auto &[arch, kernels] : by_arch) {
+                auto k = kernels.find(r.kernel);
+                if (k == kernels.end()) continue;
+                os << " " << arch << " " << k->second.registers << " registers, " << k->second.spill_bytes
+                   << " bytes spilled;";
+            }
+            os << "\n";
         }
-        os << "\n";
+        for (const auto &[arch, kernels] : sass_by_arch) {
+            auto k = kernels.find(r.kernel);
+            if (k != kernels.end())
+                os << "  SASS " << arch << " (ptxas " << release << "): " << describe_iteration(k->second) << "\n";
+        }
     }
     if (!why.empty()) os << "registers not reported: " << why << "\n";
+    if (!why_no_sass.empty()) os << "SASS not reported: " << why_no_sass << "\n";
+    return os.str();
+}
+
+std::string inspect_sass(const std::string &listing) {
+    std::ostringstream os;
+    for (const MainLoopReport &r : main_loops_sass(listing)) os << to_string(r) << "\n";
     return os.str();
 }
 
@@ -231,7 +289,7 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
     os << hazards_report(after);
     // The steady-state loop of each CUDA kernel, counted in its PTX.
     const std::string ptx = ptx_of(module);
-    os << inspect_ptx(ptx);
+    os << inspect_ptx(ptx, options.sass);
     if (!options.ptx_dir.empty()) {
         if (ptx.empty()) {
             os << "no PTX: the target is not CUDA\n";

@@ -16,6 +16,7 @@
 
 #include "ContractionSchedule.h"
 #include "KernelSource.h"
+#include "alcop/Inspect.h"
 #include "analysis/BankConflicts.h"
 #include "analysis/MainLoop.h"
 #include "analysis/PipelineHazards.h"
@@ -154,6 +155,152 @@ $L__BB0_2:
     EXPECT_EQ(r[0].blocks, 1);
     EXPECT_EQ(r[0].other, 3);
     EXPECT_EQ(r[0].longest_stretch, 4);
+}
+
+// --- The reader, on SASS listings: the same loop as nvdisasm prints it (labels) and as
+// cuobjdump -sass does (addresses, and each instruction's encoding in a comment).
+
+const char *sass_nvdisasm = R"sass(
+	.headerflags	@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM80 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM80)"
+//--------------------- .text.loop_kernel         --------------------------
+	.section	.text.loop_kernel,"ax",@progbits
+	.sectioninfo	@"SHI_REGISTERS=32"
+        .global         loop_kernel
+loop_kernel:
+.text.loop_kernel:
+        /*0000*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   ISETP.GE.AND P0, PT, R0, 0x80, PT ;
+        /*0030*/               @P0 EXIT ;
+.L_x_0:
+        /*0040*/                   LDGSTS.E.BYPASS.LTC128B.128 [R3], [R4.64] ;
+        /*0050*/                   LDGSTS.E [R3+0x800], [R6.64] ;
+        /*0060*/                   LDGDEPBAR ;
+        /*0070*/                   DEPBAR.LE SB0, 0x1 ;
+        /*0080*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0090*/                   LDSM.16.M88.4 R8, [R3] ;
+        /*00a0*/              @!PT LDS RZ, [RZ] ;
+        /*00b0*/                   HMMA.16816.F32 R12, R8, R16, R12 ;
+        /*00c0*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*00d0*/                   ISETP.GE.AND P1, PT, R2, 0x8, PT ;
+        /*00e0*/               @P1 BRA `(.L_x_1) ;
+        /*00f0*/                   LDS.U.128 R20, [R3] ;
+        /*0100*/                   STS [R3], R20 ;
+        /*0110*/                   LDG.E R21, [R4.64] ;
+        /*0120*/                   HMMA.16816.F32 R12, R8, R18, R12 ;
+        /*0130*/                   BRA `(.L_x_0) ;
+.L_x_1:
+        /*0140*/                   STG.E [R4.64], R12 ;
+        /*0150*/                   EXIT ;
+.L_x_2:
+        /*0160*/                   BRA `(.L_x_2);
+.L_x_3:
+//--------------------- .text.simt_kernel         --------------------------
+	.section	.text.simt_kernel,"ax",@progbits
+.text.simt_kernel:
+        /*0000*/                   MOV R0, RZ ;
+.L_x_4:
+        /*0010*/                   LDS R2, [R1] ;
+        /*0020*/                   FFMA R3, R2, R2, R3 ;
+        /*0030*/                   FFMA R4, R2, R3, R4 ;
+        /*0040*/                   IADD3 R0, R0, 0x1, RZ ;
+        /*0050*/                   ISETP.NE.AND P0, PT, R0, 0x10, PT ;
+        /*0060*/              @!P0 CALL.REL.NOINC `(.L_x_5) ;
+        /*0070*/                   BRA `(.L_x_4) ;
+.L_x_5:
+        /*0080*/                   EXIT ;
+)sass";
+
+const char *sass_cuobjdump = R"sass(
+	code for sm_80
+		Function : loop_kernel
+	.headerflags    @"EF_CUDA_SM80 EF_CUDA_PTX_SM(EF_CUDA_SM80)"
+        /*0000*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;   /* 0x00000a00ff017624 */
+                                                                            /* 0x000fc400078e00ff */
+        /*0010*/                   S2R R0, SR_TID.X ;                       /* 0x0000000000007919 */
+        /*0020*/                   ISETP.GE.AND P0, PT, R0, 0x80, PT ;      /* 0x000000800000780c */
+        /*0030*/               @P0 EXIT ;                                   /* 0x000000000000094d */
+        /*0040*/                   LDGSTS.E.BYPASS.LTC128B.128 [R3], [R4.64] ;
+        /*0050*/                   LDGSTS.E [R3+0x800], [R6.64] ;
+        /*0060*/                   LDGDEPBAR ;
+        /*0070*/                   DEPBAR.LE SB0, 0x1 ;
+        /*0080*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0090*/                   LDSM.16.M88.4 R8, [R3] ;
+        /*00a0*/              @!PT LDS RZ, [RZ] ;
+        /*00b0*/                   HMMA.16816.F32 R12, R8, R16, R12 ;
+        /*00c0*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*00d0*/                   ISETP.GE.AND P1, PT, R2, 0x8, PT ;
+        /*00e0*/               @P1 BRA 0x140 ;                              /* 0x0000005000001947 */
+        /*00f0*/                   LDS.U.128 R20, [R3] ;
+        /*0100*/                   STS [R3], R20 ;
+        /*0110*/                   LDG.E R21, [R4.64] ;
+        /*0120*/                   HMMA.16816.F32 R12, R8, R18, R12 ;
+        /*0130*/                   BRA 0x40 ;                               /* 0xffffff0000007947 */
+        /*0140*/                   STG.E [R4.64], R12 ;
+        /*0150*/                   EXIT ;
+        /*0160*/                   BRA 0x160;
+		..........
+		Function : simt_kernel
+        /*0000*/                   MOV R0, RZ ;
+        /*0010*/                   LDS R2, [R1] ;
+        /*0020*/                   FFMA R3, R2, R2, R3 ;
+        /*0030*/                   FFMA R4, R2, R3, R4 ;
+        /*0040*/                   IADD3 R0, R0, 0x1, RZ ;
+        /*0050*/                   ISETP.NE.AND P0, PT, R0, 0x10, PT ;
+        /*0060*/              @!P0 CALL.REL.NOINC 0x80 ;
+        /*0070*/                   BRA 0x10 ;
+        /*0080*/                   EXIT ;
+)sass";
+
+TEST(MainLoop, ReadsSassAsNvdisasmAndCuobjdumpPrintIt) {
+    for (const char *listing : {sass_nvdisasm, sass_cuobjdump}) {
+        const std::vector<MainLoopReport> r = alcop::main_loops_sass(listing);
+        ASSERT_EQ(r.size(), 2u);
+        const MainLoopReport &l = r[0];
+        std::cout << alcop::to_string(l) << "\n" << alcop::to_string(r[1]) << "\n";
+        EXPECT_EQ(l.kernel, "loop_kernel");
+        ASSERT_TRUE(l.found);
+        EXPECT_TRUE(l.sass);
+        EXPECT_TRUE(l.tensor_cores);
+        // The loop: 0x40..0xe0 (its exit branch ends the block) and 0xf0..0x130 (the back edge);
+        // not the prologue, the epilogue or the trap loop at the end.
+        EXPECT_EQ(l.blocks, 2);
+        EXPECT_EQ(l.conditional_branches, 1);
+        EXPECT_EQ(l.work, 2);
+        EXPECT_EQ(l.ldmatrix, 1);
+        EXPECT_EQ(l.cp_async, (std::map<int, int>{{4, 1}, {16, 1}}));
+        EXPECT_EQ(l.commits, 1);
+        EXPECT_EQ(l.waits, 1);
+        EXPECT_EQ(l.barriers, 1);
+        EXPECT_EQ(l.shared_loads, 1) << "LDS.U.128; the @!PT LDS never runs";
+        EXPECT_EQ(l.shared_stores, 1);
+        EXPECT_EQ(l.global_loads, 1);
+        EXPECT_EQ(l.retyping_moves, 0);
+        // @!PT LDS, IADD3, ISETP, @P1 BRA, BRA.
+        EXPECT_EQ(l.other, 5);
+        EXPECT_EQ(l.instructions, 16);
+        EXPECT_DOUBLE_EQ(l.overhead_per_work(), (16 - 2) / 2.0);
+        // From the second HMMA around the back edge to the first: BRA, then 0x40..0xa0.
+        EXPECT_EQ(l.longest_stretch, 8);
+        EXPECT_NE(alcop::to_string(l).find("1 LDGSTS of 16 B"), std::string::npos);
+        // No HMMA in the second kernel: its FFMA loop, which it leaves as ptxas often has it
+        // leave one, by a call that does not return (a conditional branch, its own block).
+        EXPECT_EQ(r[1].kernel, "simt_kernel");
+        ASSERT_TRUE(r[1].found);
+        EXPECT_FALSE(r[1].tensor_cores);
+        EXPECT_EQ(r[1].work, 2);
+        EXPECT_EQ(r[1].shared_loads, 1);
+        EXPECT_EQ(r[1].blocks, 2);
+        EXPECT_EQ(r[1].conditional_branches, 1);
+        EXPECT_EQ(r[1].other, 4);
+    }
+    // The loop is read from the branches: with the back edge sent to the epilogue, no loop
+    // holds an HMMA.
+    std::string no_back_edge = sass_nvdisasm;
+    const size_t back = no_back_edge.find("BRA `(.L_x_0)");
+    ASSERT_NE(back, std::string::npos);
+    no_back_edge.replace(back, 13, "BRA `(.L_x_1)");
+    EXPECT_FALSE(alcop::main_loops_sass(no_back_edge)[0].found);
 }
 
 // --- The kernels users get.
@@ -312,6 +459,30 @@ TEST(MainLoop, TheTensorCoreGemmsSteadyStateIsOnePath) {
     const kernel_source::SrcSizes sizes = kernel_source::src_sizes(whole.text, "cp.async.cg.shared.global", 16);
     EXPECT_EQ(sizes.constant, 0);
     EXPECT_LE(sizes.distinct(), 3u) << "one src-size a step (3 stages)";
+}
+
+// The machine code of the same loop (alcop_inspect --sass): where a disassembler is found, each
+// kernel's SASS loop holds the PTX loop's tensor work and data movement one for one. A fresh
+// Debian 12 has no nvdisasm (docs/mainloop.md says where to get one): the test is skipped.
+TEST(MainLoop, TheTensorCoreGemmsSassHoldsItsPtxWork) {
+    const Kernels k = build("gemm", {{"type", "f16"}}, false, false);
+    const std::string report = alcop::inspect_ptx(k.ptx, true);
+    std::cout << report;
+    const size_t missing = report.find("SASS not reported: ");
+    if (missing != std::string::npos) GTEST_SKIP() << report.substr(missing);
+    const std::vector<MainLoopReport> ptx = alcop::main_loops(k.ptx);
+    ASSERT_FALSE(ptx.empty());
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        const size_t line = report.find(std::string("  SASS ") + arch);
+        ASSERT_NE(line, std::string::npos) << arch;
+        const std::string sass = report.substr(line, report.find('\n', line) - line);
+        // The whole-tile kernel's loop, the first one printed.
+        EXPECT_NE(sass.find(": " + std::to_string(ptx[0].work) + " HMMA, " + std::to_string(ptx[0].ldmatrix) +
+                            " LDSM, " + std::to_string(ptx[0].cp_async.at(16)) + " LDGSTS of 16 B"),
+                  std::string::npos)
+            << sass;
+        EXPECT_NE(sass.find(", 1 BAR, 1 LDGDEPBAR, 1 DEPBAR, "), std::string::npos) << sass;
+    }
 }
 
 // The same for the convolution over whole channel chunks (its specialization): each copy is
