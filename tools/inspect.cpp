@@ -74,7 +74,15 @@ int inspect_main(int argc, char **argv) {
         }
         const bool sass = std::find_if(argv + first + 1, argv + argc,
                                        [](const char *a) { return std::string(a) == "--sass"; }) != argv + argc;
-        std::cout << (ends_with(".ptx") ? alcop::inspect_ptx(text, sass) : alcop::inspect_sass(text));
+        const std::string report = ends_with(".ptx") ? alcop::inspect_ptx(text, sass) : alcop::inspect_sass(text);
+        if (report.empty()) {
+            std::cerr << generator << ": no kernel found ("
+                      << (ends_with(".ptx") ? "no .entry: not a PTX module" :
+                                              "no function: not a listing of nvdisasm or cuobjdump -sass")
+                      << ")\n";
+            return 1;
+        }
+        std::cout << report;
         return 0;
     }
     // `auto_schedule=true` runs the Alcop autoscheduler in this process (its lowering pass is

@@ -290,6 +290,7 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
     // The steady-state loop of each CUDA kernel, counted in its PTX.
     const std::string ptx = ptx_of(module);
     os << inspect_ptx(ptx, options.sass);
+    if (ptx.empty() && options.sass) os << "SASS not reported: the target is not CUDA\n";
     if (!options.ptx_dir.empty()) {
         if (ptx.empty()) {
             os << "no PTX: the target is not CUDA\n";

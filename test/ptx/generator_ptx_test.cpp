@@ -718,6 +718,29 @@ TEST(Inspect, ThePtxFolderIsCreatedAndAFailedWriteIsSaid) {
     EXPECT_EQ(report.find("PTX written to"), std::string::npos) << report;
 }
 
+// --sass (InspectOptions::sass): each kernel's main loop in SASS for sm_80 and sm_90 under its
+// PTX line where nvdisasm is found, else one line saying why; nothing of it unasked, and for a
+// target that is not CUDA, that there is no SASS.
+TEST(Inspect, SassIsReportedForEachKernelOrWhyNot) {
+    std::vector<Argument> args;
+    Pipeline p = offset_gemm_pipeline(0, true, true, &args);
+    alcop::InspectOptions options;
+    const std::string plain = alcop::inspect(p, args, Target("host-cuda-cuda_capability_80"), options);
+    EXPECT_EQ(plain.find("SASS"), std::string::npos) << plain;
+    options.sass = true;
+    const std::string report = alcop::inspect(p, args, Target("host-cuda-cuda_capability_80"), options);
+    const int kernels = count(report, "main loop of ");
+    EXPECT_GT(kernels, 0) << report;
+    if (report.find("SASS not reported: nvdisasm not found") != std::string::npos) {
+        EXPECT_EQ(count(report, "  SASS sm_"), 0) << report;
+    } else {
+        EXPECT_EQ(count(report, "  SASS sm_80 (ptxas "), kernels) << report;
+        EXPECT_EQ(count(report, "  SASS sm_90 (ptxas "), kernels) << report;
+    }
+    const std::string opencl = alcop::inspect(p, args, Target("host-opencl"), options);
+    EXPECT_NE(opencl.find("SASS not reported: the target is not CUDA"), std::string::npos) << opencl;
+}
+
 // A generator's module, as alcop_inspect builds it: the same counts for each operand type.
 TEST(Inspect, AGeneratorsModuleIsReportedWithTheCopiesThePtxHasForEachType) {
     for (const char *type : {"f32", "f16", "bf16"}) {

@@ -30,4 +30,12 @@ expect "no GeneratorParam named: bogus" gemm $cuda bogus=1
 expect "Enumeration value not found: f64" gemm $cuda type=f64
 expect "Did not understand Halide target host-cuda-nonsense" gemm target=host-cuda-nonsense
 expect "more than the limit of 49152 bytes" gemm $cuda type=f16 stages=9
+# A file that is not what its name says, and one that is not there.
+text=$(mktemp -d)
+trap 'rm -rf "$text"' EXIT
+echo "not a listing" > "$text/k.sass"
+echo "not a module" > "$text/k.ptx"
+expect "no kernel found (no function: not a listing of nvdisasm or cuobjdump -sass)" "$text/k.sass"
+expect "no kernel found (no .entry: not a PTX module)" "$text/k.ptx"
+expect "cannot read $text/missing.sass" "$text/missing.sass"
 exit $failed
