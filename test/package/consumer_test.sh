@@ -31,14 +31,17 @@ echo "pipelined_gemm addresses its 3 slots in $slots places"
 "$work/build/consumer"
 # The installed alcop_inspect reports on the consumer's own generators, loaded from its module:
 # the pipeline it made (3 stages, cp.async for CUDA sm_80), each kernel's bank conflicts, hazards
-# (none) and main loop. It has no test generators.
+# (none) and main loop, and with --sass that loop's SASS or why there is none. It has no test
+# generators.
 report=$("$work/prefix/bin/alcop_inspect" -l "$work/build/libconsumer_inspectable.so" pipelined_gemm \
-         target=host-cuda-cuda_capability_80 2>&1) || { echo "$report"; exit 1; }
+         target=host-cuda-cuda_capability_80 --sass 2>&1) || { echo "$report"; exit 1; }
 echo "$report"
 for line in 'requests: A_shared(stages 3, shared) B_shared(stages 3, shared)' 'copies into shared memory: ' \
             'bank conflicts: ' ': hazards: 0 (' 'main loop of _kernel_out'; do
     grep -qF "$line" <<< "$report" || { echo "the report lacks: $line"; exit 1; }
 done
+grep -qE '^  SASS sm_80 \(ptxas [0-9.]+\): [0-9]+ FFMA|^SASS not reported: nvdisasm not found' <<< "$report" ||
+    { echo "the report lacks the main loop's SASS, or why it has none"; exit 1; }
 if "$work/prefix/bin/alcop_inspect" testing_gemm > /dev/null 2>&1; then
     echo "the installed alcop_inspect has the test generators"
     exit 1
