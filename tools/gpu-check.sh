@@ -8,7 +8,8 @@
 #   tools/gpu-check.sh OUT_DIR [BUILD_DIR]
 #
 # BUILD_DIR (default: build) must hold apps/bench/alcop_bench_cuda. Writes OUT_DIR/bench.txt,
-# faults.txt, tune.txt (where the tuning variants were carried), racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
+# faults.txt, tune.txt (where the tuning variants were carried), sass/ (where the benchmark's PTX
+# modules were carried), racecheck.txt, synccheck.txt, racecheck_fault.txt and summary.txt; exits non-zero
 # when any check fails (a wrong result, a fault not caught, a hazard, a kernel of ours that
 # spills). Takes a few minutes.
 set -uo pipefail
@@ -80,6 +81,31 @@ if [ -f "$tune_pack" ] && [ -x "$tune_run" ]; then
     fi
 else
     note "tune: no CUDA variants carried ($tune_pack), not run"
+fi
+
+# The benchmark kernels' SASS as this machine's CUDA assembles them (the driver compiles the
+# PTX with the same release), from the PTX modules written here before the carry
+# (`build/tools/alcop_inspect BUILD_DIR/apps/bench/alcop_bench_cuda --ptx BUILD_DIR/apps/bench/ptx`).
+# Read them back there: `alcop_inspect OUT_DIR/sass/<module>.sass`, the main loops in SASS.
+ptx_dir="$build/apps/bench/ptx"
+export PATH="$PATH:/usr/local/cuda/bin"
+if [ -d "$ptx_dir" ] && command -v ptxas > /dev/null && command -v nvdisasm > /dev/null; then
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.[:space:]')
+    arch="sm_${cc:-90}"
+    mkdir -p "$out/sass"
+    made=0
+    for ptx in "$ptx_dir"/*.ptx; do
+        listing="$out/sass/$(basename "$ptx" .ptx).$arch"
+        if ptxas -arch="$arch" "$ptx" -o "$listing.cubin" >> "$out/sass/ptxas.log" 2>&1 &&
+            nvdisasm -c "$listing.cubin" > "$listing.sass"; then
+            made=$((made + 1))
+        fi
+        rm -f "$listing.cubin"
+    done
+    note "sass: $made of $(ls "$ptx_dir"/*.ptx | wc -l) PTX modules as $arch SASS (ptxas $(ptxas --version |
+        sed -n 's/.*release \([0-9.]*\).*/\1/p')) in sass/"
+else
+    note "sass: not made (no $ptx_dir carried, or no ptxas and nvdisasm here)"
 fi
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \

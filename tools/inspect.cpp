@@ -2,6 +2,7 @@
 //
 //   alcop_inspect file.ptx      (the main loops of any PTX)
 //   alcop_inspect file.sass     (the same in a SASS listing: nvdisasm or cuobjdump -sass)
+//   alcop_inspect file.o        (each PTX module of a compiled file: object, library, executable)
 //   alcop_inspect [-l generators.so ...] <generator> [target=<halide target>] [param=value ...]
 //                 [--stmt] [--ptx DIR] [--sass] [-s Scheduler] [-p plugin.so]
 //
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -34,6 +36,60 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 namespace {
+
+bool ends_with(const std::string &s, const char *suffix) {
+    const size_t n = strlen(suffix);
+    return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+/** The report on a file instead of a generator: a PTX module of any origin (a peer's kernel,
+ * nvcc's output), the SASS listing of a cubin (nvdisasm, cuobjdump -sass), or a compiled file
+ * with Halide's CUDA kernels (an object, a library, an executable), each of its PTX modules in
+ * turn, written to `ptx_dir` where given. */
+int inspect_file(const std::string &path, bool sass, const std::string &ptx_dir) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in) {
+        std::cerr << "cannot read " << path << "\n";
+        return 1;
+    }
+    if (ends_with(path, ".sass")) {
+        const std::string report = alcop::inspect_sass(bytes);
+        if (report.empty()) {
+            std::cerr << path << ": no kernel found (no function: not a listing of nvdisasm or cuobjdump -sass)\n";
+            return 1;
+        }
+        std::cout << report;
+        return 0;
+    }
+    const bool ptx_file = ends_with(path, ".ptx");
+    const std::vector<std::string> modules = ptx_file ? std::vector<std::string>{bytes} : alcop::embedded_ptx(bytes);
+    if (modules.empty()) {
+        std::cerr << path << ": no PTX module found (Halide's CUDA kernels keep their PTX as text in what "
+                  << "links them; this file has none)\n";
+        return 1;
+    }
+    const std::string stem = std::filesystem::path(path).filename().string();
+    for (size_t m = 0; m < modules.size(); m++) {
+        if (!ptx_file)
+            std::cout << "=== PTX module " << m + 1 << " of " << modules.size() << " in " << path << " ===\n";
+        const std::string report = alcop::inspect_ptx(modules[m], sass);
+        if (report.empty()) {
+            std::cerr << path << ": no kernel found (no .entry: not a PTX module)\n";
+            return 1;
+        }
+        std::cout << report;
+        if (ptx_file || ptx_dir.empty()) continue;
+        std::error_code ignored;
+        std::filesystem::create_directories(ptx_dir, ignored);
+        const std::string out = ptx_dir + "/" + stem + "." + std::to_string(m + 1) + ".ptx";
+        std::ofstream file(out);
+        file << modules[m];
+        file.close();
+        std::cout << (file ? "PTX written to " : "PTX not written: cannot write ") << out << "\n";
+    }
+    return 0;
+}
 
 int inspect_main(int argc, char **argv) {
     if (argc < 2) {
@@ -59,32 +115,6 @@ int inspect_main(int argc, char **argv) {
         return 1;
     }
     const std::string generator = argv[first];
-    auto ends_with = [&](const char *suffix) {
-        const size_t n = strlen(suffix);
-        return generator.size() > n && generator.compare(generator.size() - n, n, suffix) == 0;
-    };
-    if (ends_with(".ptx") || ends_with(".sass")) {
-        // A PTX file of any origin (a peer's kernel, nvcc's output), or the SASS listing of a
-        // cubin (nvdisasm, cuobjdump -sass): its main loops alone.
-        std::ifstream in(generator);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (!in) {
-            std::cerr << "cannot read " << generator << "\n";
-            return 1;
-        }
-        const bool sass = std::find_if(argv + first + 1, argv + argc,
-                                       [](const char *a) { return std::string(a) == "--sass"; }) != argv + argc;
-        const std::string report = ends_with(".ptx") ? alcop::inspect_ptx(text, sass) : alcop::inspect_sass(text);
-        if (report.empty()) {
-            std::cerr << generator << ": no kernel found ("
-                      << (ends_with(".ptx") ? "no .entry: not a PTX module" :
-                                              "no function: not a listing of nvdisasm or cuobjdump -sass")
-                      << ")\n";
-            return 1;
-        }
-        std::cout << report;
-        return 0;
-    }
     // `auto_schedule=true` runs the Alcop autoscheduler in this process (its lowering pass is
     // then this tool's, which the observers below see), unless -s names another.
     alcop::autoscheduler::register_with_halide();
@@ -139,7 +169,16 @@ int inspect_main(int argc, char **argv) {
     }
 
     const std::vector<std::string> known = GeneratorRegistry::enumerate();
-    if (std::find(known.begin(), known.end(), generator) == known.end()) {
+    const bool is_generator = std::find(known.begin(), known.end(), generator) != known.end();
+    if (ends_with(generator, ".ptx") || ends_with(generator, ".sass") ||
+        (!is_generator && std::filesystem::is_regular_file(generator))) {
+        if (!params.empty() || print_stmt || list_accesses) {
+            std::cerr << "alcop_inspect " << generator << ": a file takes --sass and --ptx DIR only\n";
+            return 1;
+        }
+        return inspect_file(generator, sass, ptx_dir);
+    }
+    if (!is_generator) {
         std::cerr << "no generator " << generator << " (load a module of yours with -l); generators:";
         for (const std::string &g : known) std::cerr << " " << g;
         std::cerr << "\n";

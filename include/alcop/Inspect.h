@@ -49,6 +49,11 @@ std::string inspect(Halide::Pipeline p, const std::vector<Halide::Argument> &arg
  * with `sass`, in its SASS too (InspectOptions::sass). */
 std::string inspect_ptx(const std::string &ptx, bool sass = false);
 
+/** The PTX modules a compiled file holds, in its order: an object, library or executable with
+ * Halide's CUDA kernels, which keep each module's PTX as NUL-terminated text (LLVM's NVPTX
+ * output). nvcc's fatbins are not read. */
+std::vector<std::string> embedded_ptx(const std::string &bytes);
+
 /** The main loops of a SASS listing (`nvdisasm` or `cuobjdump -sass` of a cubin), counted as
  * the PTX's are under SASS's names (HMMA, LDSM, LDGSTS, ...: docs/mainloop.md). */
 std::string inspect_sass(const std::string &listing);

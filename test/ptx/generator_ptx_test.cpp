@@ -741,6 +741,34 @@ TEST(Inspect, SassIsReportedForEachKernelOrWhyNot) {
     EXPECT_NE(opencl.find("SASS not reported: the target is not CUDA"), std::string::npos) << opencl;
 }
 
+// The PTX modules of a compiled file (alcop_inspect file.o): Halide keeps each module as
+// NUL-terminated text among the file's other bytes; each is found whole, in order.
+TEST(Inspect, ThePtxModulesOfACompiledFileAreFoundWhole) {
+    std::vector<std::string> modules;
+    for (bool async : {true, false}) {
+        std::vector<Argument> args;
+        Pipeline p = offset_gemm_pipeline(0, async, true, &args);
+        alcop::InspectOptions options;
+        options.ptx_dir = ptx_folder();
+        alcop::inspect(p, args, Target("host-cuda-cuda_capability_80"), options);
+        std::ifstream in(options.ptx_dir + "/pipeline.ptx");
+        modules.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::filesystem::remove_all(options.ptx_dir);
+        ASSERT_NE(modules.back().find(".entry"), std::string::npos);
+    }
+    ASSERT_NE(modules[0], modules[1]);
+    const std::string object = std::string("\x7f"
+                                           "ELF\0\0code",
+                                           10) +
+                               modules[0] + std::string("\0\x01\x02", 3) + "// a comment\n" + std::string("\0", 1) +
+                               modules[1] + std::string("\0tail", 5);
+    EXPECT_EQ(alcop::embedded_ptx(object), modules);
+    EXPECT_TRUE(alcop::embedded_ptx(std::string("\x7f"
+                                                "ELF\0 no kernels",
+                                                16))
+                    .empty());
+}
+
 // A generator's module, as alcop_inspect builds it: the same counts for each operand type.
 TEST(Inspect, AGeneratorsModuleIsReportedWithTheCopiesThePtxHasForEachType) {
     for (const char *type : {"f32", "f16", "bf16"}) {

@@ -38,4 +38,7 @@ echo "not a module" > "$text/k.ptx"
 expect "no kernel found (no function: not a listing of nvdisasm or cuobjdump -sass)" "$text/k.sass"
 expect "no kernel found (no .entry: not a PTX module)" "$text/k.ptx"
 expect "cannot read $text/missing.sass" "$text/missing.sass"
+printf 'ELF\0no kernels\0' > "$text/k.o"
+expect "no PTX module found" "$text/k.o"
+expect "a file takes --sass and --ptx DIR only" "$text/k.o" type=f16
 exit $failed
