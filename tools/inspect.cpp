@@ -71,8 +71,9 @@ int inspect_file(const std::string &path, bool sass, const std::string &ptx_dir)
     }
     const std::string stem = std::filesystem::path(path).filename().string();
     for (size_t m = 0; m < modules.size(); m++) {
-        if (!ptx_file)
+        if (!ptx_file) {
             std::cout << "=== PTX module " << m + 1 << " of " << modules.size() << " in " << path << " ===\n";
+        }
         const std::string report = alcop::inspect_ptx(modules[m], sass);
         if (report.empty()) {
             std::cerr << path << ": no kernel found (no .entry: not a PTX module)\n";
@@ -121,7 +122,7 @@ int inspect_main(int argc, char **argv) {
     Pipeline::set_default_autoscheduler_name("Alcop");
     Target target("host-opencl");
     GeneratorParamsMap params;
-    bool print_stmt = false, list_accesses = false, sass = false;
+    bool print_stmt = false, list_accesses = false, sass = false, target_given = false;
     std::string ptx_dir;
     for (int i = first + 1; i < argc; i++) {
         std::string arg = argv[i];
@@ -163,6 +164,7 @@ int inspect_main(int argc, char **argv) {
         }
         if (arg.substr(0, eq) == "target") {
             target = Target(arg.substr(eq + 1));
+            target_given = true;
         } else {
             params[arg.substr(0, eq)] = arg.substr(eq + 1);
         }
@@ -172,7 +174,7 @@ int inspect_main(int argc, char **argv) {
     const bool is_generator = std::find(known.begin(), known.end(), generator) != known.end();
     if (ends_with(generator, ".ptx") || ends_with(generator, ".sass") ||
         (!is_generator && std::filesystem::is_regular_file(generator))) {
-        if (!params.empty() || print_stmt || list_accesses) {
+        if (!params.empty() || target_given || print_stmt || list_accesses) {
             std::cerr << "alcop_inspect " << generator << ": a file takes --sass and --ptx DIR only\n";
             return 1;
         }

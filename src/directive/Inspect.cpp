@@ -158,8 +158,9 @@ std::string inspect_ptx(const std::string &ptx, bool sass) {
         }
         for (const auto &[arch, kernels] : sass_by_arch) {
             auto k = kernels.find(r.kernel);
-            if (k != kernels.end())
+            if (k != kernels.end()) {
                 os << "  SASS " << arch << " (ptxas " << release << "): " << describe_iteration(k->second) << "\n";
+            }
         }
     }
     if (!why.empty()) os << "registers not reported: " << why << "\n";
@@ -301,7 +302,7 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
     // Read-after-write and write-after-read hazards on shared memory, block 0 of each kernel
     // run thread by thread at a few sizes.
     os << hazards_report(after);
-    // The steady-state loop of each CUDA kernel, counted in its PTX.
+    // The steady-state loop of each CUDA kernel, counted in its PTX (and its SASS, on request).
     const std::string ptx = ptx_of(module);
     os << inspect_ptx(ptx, options.sass);
     if (ptx.empty() && options.sass) os << "SASS not reported: the target is not CUDA\n";

@@ -41,4 +41,5 @@ expect "cannot read $text/missing.sass" "$text/missing.sass"
 printf 'ELF\0no kernels\0' > "$text/k.o"
 expect "no PTX module found" "$text/k.o"
 expect "a file takes --sass and --ptx DIR only" "$text/k.o" type=f16
+expect "a file takes --sass and --ptx DIR only" "$text/k.o" $cuda
 exit $failed
