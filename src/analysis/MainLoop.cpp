@@ -196,9 +196,10 @@ bool is_branch(const Instruction &i, Isa isa) {
 
 /** The kernels of a SASS listing (nvdisasm's, or cuobjdump -sass's), each split into basic
  * blocks with their successors. An instruction's line is its address (hex, in a C comment), a
- * guard where it has one (`@P0`, `@!P0`), its opcode and operands, and `;`. A branch names its target as a label (nvdisasm: `(.L_x_3)`, defined by a line `.L_x_3:`) or an
- * address (cuobjdump: `0x960`). A kernel starts at `.section .text.NAME` (nvdisasm) or
- * `Function : NAME` (cuobjdump). */
+ * guard where it has one (`@P0`, `@!P0`), its opcode and operands, and `;`. A branch names its
+ * target as a label (nvdisasm: `(.L_x_3)`, defined by a line `.L_x_3:`) or an address
+ * (cuobjdump: `0x960`). A kernel starts at `.section .text.NAME` (nvdisasm) or `Function : NAME`
+ * (cuobjdump). */
 std::vector<Kernel> kernels_of_sass(const std::string &listing) {
     struct Line {
         int64_t address;
