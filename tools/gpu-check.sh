@@ -86,26 +86,28 @@ fi
 # The benchmark kernels' SASS as this machine's CUDA assembles them (the driver compiles the
 # PTX with the same release), from the PTX modules written here before the carry
 # (`build/tools/alcop_inspect BUILD_DIR/apps/bench/alcop_bench_cuda --ptx BUILD_DIR/apps/bench/ptx`).
-# Read them back there: `alcop_inspect OUT_DIR/sass/<module>.sass`, the main loops in SASS.
+# Read them back where Halide is: `alcop_inspect OUT_DIR/sass/<module>.sass`, the main loops in
+# SASS. (The ptxas beside nvdisasm: a disassembler reads only its own release's cubins and older.)
 ptx_dir="$build/apps/bench/ptx"
-export PATH="$PATH:/usr/local/cuda/bin"
-if [ -d "$ptx_dir" ] && command -v ptxas > /dev/null && command -v nvdisasm > /dev/null; then
+nvdisasm=$(PATH="$PATH:/usr/local/cuda/bin" command -v nvdisasm || true)
+ptxas="$(dirname "${nvdisasm:-.}")/ptxas"
+if [ -d "$ptx_dir" ] && [ -n "$nvdisasm" ] && [ -x "$ptxas" ]; then
     cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.[:space:]')
     arch="sm_${cc:-90}"
     mkdir -p "$out/sass"
     made=0
     for ptx in "$ptx_dir"/*.ptx; do
         listing="$out/sass/$(basename "$ptx" .ptx).$arch"
-        if ptxas -arch="$arch" "$ptx" -o "$listing.cubin" >> "$out/sass/ptxas.log" 2>&1 &&
-            nvdisasm -c "$listing.cubin" > "$listing.sass"; then
+        if "$ptxas" -arch="$arch" "$ptx" -o "$listing.cubin" >> "$out/sass/ptxas.log" 2>&1 &&
+            "$nvdisasm" -c "$listing.cubin" > "$listing.sass"; then
             made=$((made + 1))
         fi
         rm -f "$listing.cubin"
     done
-    note "sass: $made of $(ls "$ptx_dir"/*.ptx | wc -l) PTX modules as $arch SASS (ptxas $(ptxas --version |
+    note "sass: $made of $(ls "$ptx_dir"/*.ptx | wc -l) PTX modules as $arch SASS (ptxas $("$ptxas" --version |
         sed -n 's/.*release \([0-9.]*\).*/\1/p')) in sass/"
 else
-    note "sass: not made (no $ptx_dir carried, or no ptxas and nvdisasm here)"
+    note "sass: not made (no $ptx_dir carried, or no nvdisasm with its ptxas here)"
 fi
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer \
