@@ -90,17 +90,20 @@ std::map<std::string, Assembled> assemble(const std::string &ptx, const std::str
 
 /** The SASS listing of `ptx` for `arch`, assembled by the ptxas beside nvdisasm (PATH, then
  * /usr/local/cuda/bin): a disassembler reads the cubins of its own CUDA release and older ones,
- * not a newer ptxas's. The release in *release; "" with the reason in *why where there is no
- * such pair or it fails. */
+ * not a newer ptxas's. The release in *release; "" with the reason in *why (the tool's first
+ * line of output: what is missing, or why ptxas rejected the PTX) where there is no such pair
+ * or it fails. */
 std::string disassemble(const std::string &ptx, const std::string &arch, std::string *release, std::string *why) {
     std::string out;
     const int status =
         run_on_ptx(ptx,
                    "nv=$(command -v nvdisasm) || { echo 'nvdisasm not found (PATH, /usr/local/cuda/bin)'; exit 127; }; "
                    "as=$(dirname \"$nv\")/ptxas; [ -x \"$as\" ] || { echo \"no ptxas beside $nv\"; exit 126; }; "
-                   "\"$as\" --version | sed -n 's/.*release \\([0-9.]*\\).*/ptxas release \\1/p'; "
                    "\"$as\" -arch=" +
-                       arch + " \"$PTX\" -o \"$CUBIN\" && \"$nv\" -c \"$CUBIN\"",
+                       arch +
+                       " \"$PTX\" -o \"$CUBIN\" && "
+                       "\"$as\" --version | sed -n 's/.*release \\([0-9.]*\\).*/ptxas release \\1/p' && "
+                       "\"$nv\" -c \"$CUBIN\"",
                    &out);
     if (status != 0) {
         *why = out.substr(0, out.find('\n'));

@@ -461,6 +461,15 @@ TEST(MainLoop, TheTensorCoreGemmsSassHoldsItsPtxWork) {
             << sass;
         EXPECT_NE(sass.find(", 1 BAR, 1 LDGDEPBAR, 1 DEPBAR, "), std::string::npos) << sass;
     }
+    // PTX that ptxas rejects: the reason is ptxas's message.
+    std::string unknown_version = k.ptx;
+    const size_t version = unknown_version.find(".version ");
+    ASSERT_NE(version, std::string::npos);
+    unknown_version.replace(version, unknown_version.find('\n', version) - version, ".version 99.0");
+    const std::string rejected = alcop::inspect_ptx(unknown_version, true);
+    const size_t why = rejected.find("SASS not reported: ");
+    ASSERT_NE(why, std::string::npos) << rejected;
+    EXPECT_NE(rejected.find("99.0", why), std::string::npos) << rejected;
 }
 
 // The same for the convolution over whole channel chunks (its specialization): each copy is
