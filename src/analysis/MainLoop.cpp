@@ -118,67 +118,6 @@ std::vector<std::string> statements(const std::string &body) {
     return out;
 }
 
-/** The kernels of a module, each split into basic blocks with their successors. */
-std::vector<Kernel> kernels_of(const std::string &ptx) {
-    std::vector<Kernel> kernels;
-    size_t pos = 0;
-    while ((pos = ptx.find(".entry ", pos)) != std::string::npos) {
-        Kernel k;
-        size_t name_begin = pos + 7, name_end = ptx.find_first_of("( \t\n", name_begin);
-        k.name = ptx.substr(name_begin, name_end - name_begin);
-        // The body: from the first '{' after the parameter list to its matching '}'.
-        size_t open = ptx.find(')', name_end);
-        open = ptx.find('{', open);
-        if (open == std::string::npos) break;
-        int depth = 0;
-        size_t close = open;
-        for (; close < ptx.size(); close++) {
-            if (ptx[close] == '{') depth++;
-            if (ptx[close] == '}' && --depth == 0) break;
-        }
-        pos = close;
-        std::map<std::string, int> label_block;
-        std::vector<std::pair<int, std::string>> branches;  // block, target label
-        std::vector<bool> falls_through;
-        k.blocks.emplace_back();
-        falls_through.push_back(true);
-        bool ended = false;  // the current block ended with a branch or return
-        for (const std::string &s : statements(ptx.substr(open + 1, close - open - 1))) {
-            if (s.back() == ':') {
-                if (!k.blocks.back().body.empty() || ended) {
-                    k.blocks.emplace_back();
-                    falls_through.push_back(true);
-                }
-                label_block[s.substr(0, s.size() - 1)] = (int)k.blocks.size() - 1;
-                ended = false;
-                continue;
-            }
-            if (ended) {
-                k.blocks.emplace_back();
-                falls_through.push_back(true);
-                ended = false;
-            }
-            Instruction i = parse_instruction(s);
-            const int b = (int)k.blocks.size() - 1;
-            const bool branch = i.opcode.rfind("bra", 0) == 0;
-            const bool exits = i.opcode == "ret" || i.opcode == "exit" || i.opcode == "trap";
-            if (branch && !i.operands.empty()) branches.emplace_back(b, i.operands.back());
-            if ((branch || exits) && !i.predicated) falls_through[b] = false;
-            ended = branch || exits;
-            k.blocks[b].body.push_back(std::move(i));
-        }
-        for (size_t b = 0; b < k.blocks.size(); b++) {
-            if (falls_through[b] && b + 1 < k.blocks.size()) k.blocks[b].successors.push_back((int)b + 1);
-        }
-        for (const auto &[b, label] : branches) {
-            auto it = label_block.find(label);
-            if (it != label_block.end()) k.blocks[b].successors.push_back(it->second);
-        }
-        kernels.push_back(std::move(k));
-    }
-    return kernels;
-}
-
 /** The listing a loop is read from: PTX (its own names) or SASS (the machine code's). */
 enum class Isa { Ptx, Sass };
 
@@ -194,19 +133,101 @@ bool is_branch(const Instruction &i, Isa isa) {
     return family(i.opcode) == "BRA" || family(i.opcode) == "JMP" || starts_with(i.opcode, "CALL.REL.NOINC");
 }
 
+/** Where a kernel's path ends: PTX's ret, exit and trap; SASS's EXIT, RET and BPT. */
+bool ends_path(const Instruction &i, Isa isa) {
+    if (isa == Isa::Ptx) return i.opcode == "ret" || i.opcode == "exit" || i.opcode == "trap";
+    return starts_with(i.opcode, "EXIT") || starts_with(i.opcode, "RET") || starts_with(i.opcode, "BPT");
+}
+
+/** The label a branch names: its last operand, without SASS's quoting (`(.L_x_3)`). */
+std::string branch_target(const Instruction &i) {
+    std::string t = i.operands.empty() ? "" : i.operands.back();
+    t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == '`' || c == '(' || c == ')'; }), t.end());
+    return t;
+}
+
+/** Kernel `name` split into basic blocks with their successors, from its statements: labels
+ * ("name:") and instructions. A block starts at a label and after a branch or the end of a path;
+ * a predicated branch also falls through. */
+Kernel blocks_of(const std::string &name, const std::vector<std::string> &statements, Isa isa) {
+    Kernel k;
+    k.name = name;
+    std::map<std::string, int> label_block;
+    std::vector<std::pair<int, std::string>> branches;  // block, target label
+    std::vector<bool> falls_through;
+    k.blocks.emplace_back();
+    falls_through.push_back(true);
+    bool ended = false;  // the current block ended with a branch or the end of a path
+    for (const std::string &s : statements) {
+        if (s.back() == ':') {
+            if (!k.blocks.back().body.empty() || ended) {
+                k.blocks.emplace_back();
+                falls_through.push_back(true);
+            }
+            label_block[s.substr(0, s.size() - 1)] = (int)k.blocks.size() - 1;
+            ended = false;
+            continue;
+        }
+        if (ended) {
+            k.blocks.emplace_back();
+            falls_through.push_back(true);
+            ended = false;
+        }
+        Instruction i = parse_instruction(s);
+        const int b = (int)k.blocks.size() - 1;
+        const bool branch = is_branch(i, isa);
+        const bool exits = ends_path(i, isa);
+        if (branch && !i.operands.empty()) branches.emplace_back(b, branch_target(i));
+        if ((branch || exits) && !i.predicated) falls_through[b] = false;
+        ended = branch || exits;
+        k.blocks[b].body.push_back(std::move(i));
+    }
+    for (size_t b = 0; b < k.blocks.size(); b++) {
+        if (falls_through[b] && b + 1 < k.blocks.size()) k.blocks[b].successors.push_back((int)b + 1);
+    }
+    for (const auto &[b, label] : branches) {
+        auto it = label_block.find(label);
+        if (it != label_block.end()) k.blocks[b].successors.push_back(it->second);
+    }
+    return k;
+}
+
+/** The kernels of a module, each split into basic blocks with their successors. */
+std::vector<Kernel> kernels_of(const std::string &ptx) {
+    std::vector<Kernel> kernels;
+    size_t pos = 0;
+    while ((pos = ptx.find(".entry ", pos)) != std::string::npos) {
+        size_t name_begin = pos + 7, name_end = ptx.find_first_of("( \t\n", name_begin);
+        const std::string name = ptx.substr(name_begin, name_end - name_begin);
+        // The body: from the first '{' after the parameter list to its matching '}'.
+        size_t open = ptx.find(')', name_end);
+        open = ptx.find('{', open);
+        if (open == std::string::npos) break;
+        int depth = 0;
+        size_t close = open;
+        for (; close < ptx.size(); close++) {
+            if (ptx[close] == '{') depth++;
+            if (ptx[close] == '}' && --depth == 0) break;
+        }
+        pos = close;
+        kernels.push_back(blocks_of(name, statements(ptx.substr(open + 1, close - open - 1)), Isa::Ptx));
+    }
+    return kernels;
+}
+
 /** The kernels of a SASS listing (nvdisasm's, or cuobjdump -sass's), each split into basic
- * blocks with their successors. An instruction's line is its address (hex, in a C comment), a
- * guard where it has one (`@P0`, `@!P0`), its opcode and operands, and `;`. A branch names its
- * target as a label (nvdisasm: `(.L_x_3)`, defined by a line `.L_x_3:`) or an address
- * (cuobjdump: `0x960`). A kernel starts at `.section .text.NAME` (nvdisasm) or `Function : NAME`
- * (cuobjdump). */
+ * blocks with their successors (blocks_of()). An instruction's line is its address (hex, in a C
+ * comment), a guard where it has one (`@P0`, `@!P0`), its opcode and operands, and `;`. A
+ * branch names its target as a label (nvdisasm: `(.L_x_3)`, defined by a line `.L_x_3:`) or an
+ * address (cuobjdump: `0x960`). A kernel starts at `.section .text.NAME` (nvdisasm) or
+ * `Function : NAME` (cuobjdump). nvdisasm also labels what is no branch's target (BSSY's): only
+ * the branches' targets start blocks. */
 std::vector<Kernel> kernels_of_sass(const std::string &listing) {
     struct Line {
-        int64_t address;
-        Instruction instruction;
+        std::vector<std::string> labels;  // the listing's, and the instruction's address
+        std::string instruction;
     };
     std::vector<std::pair<std::string, std::vector<Line>>> raw;  // each kernel's instructions
-    std::vector<std::map<std::string, int64_t>> labels;          // each kernel's labels' addresses
     std::vector<std::string> pending;                            // labels before the next instruction
     const std::regex section(R"(^\s*\.section\s+\.text\.([^,\s]+))"), function(R"(^\s*Function\s*:\s*(\S+))"),
         label(R"(^\s*(\.L\w*):)"), instruction(R"(^\s*/\*([0-9a-fA-F]+)\*/\s+([^;]*);)");
@@ -215,68 +236,35 @@ std::vector<Kernel> kernels_of_sass(const std::string &listing) {
     for (std::string l; std::getline(lines, l);) {
         if (std::regex_search(l, m, section) || std::regex_search(l, m, function)) {
             raw.push_back({m[1], {}});
-            labels.emplace_back();
             pending.clear();
         } else if (raw.empty()) {
             continue;
         } else if (std::regex_search(l, m, label)) {
             pending.push_back(m[1]);
         } else if (std::regex_search(l, m, instruction)) {
-            const int64_t address = std::stoll(m[1], nullptr, 16);
-            for (const std::string &p : pending) labels.back()[p] = address;
+            // The address as cuobjdump's branches name it: 0x, then hex digits without leading zeros.
+            std::ostringstream address;
+            address << "0x" << std::hex << std::stoll(m[1], nullptr, 16);
+            pending.push_back(address.str());
+            raw.back().second.push_back({pending, m[2]});
             pending.clear();
-            raw.back().second.push_back({address, parse_instruction(m[2])});
         }
     }
-    auto ends_kernel = [](const Instruction &i) {
-        return starts_with(i.opcode, "EXIT") || starts_with(i.opcode, "RET") || starts_with(i.opcode, "BPT");
-    };
     std::vector<Kernel> kernels;
-    for (size_t k = 0; k < raw.size(); k++) {
-        const std::vector<Line> &code = raw[k].second;
-        // A branch's target address, or -1 (an indirect or unknown target).
-        auto target_of = [&](const Instruction &i) -> int64_t {
-            if (i.operands.empty()) return -1;
-            std::string t = i.operands.back();
-            t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == '`' || c == '(' || c == ')'; }),
-                    t.end());
-            if (starts_with(t, "0x")) return std::stoll(t, nullptr, 16);
-            auto it = labels[k].find(t);
-            return it == labels[k].end() ? -1 : it->second;
-        };
-        // Leaders: the first instruction, every branch target, and what follows a branch or exit.
-        std::set<int64_t> leaders;
-        for (size_t p = 0; p < code.size(); p++) {
-            const Instruction &i = code[p].instruction;
-            if (p == 0) leaders.insert(code[p].address);
-            const bool branch = is_branch(i, Isa::Sass);
-            if (branch && target_of(i) >= 0) leaders.insert(target_of(i));
-            if ((branch || ends_kernel(i)) && p + 1 < code.size()) leaders.insert(code[p + 1].address);
-        }
-        Kernel kernel;
-        kernel.name = raw[k].first;
-        std::map<int64_t, int> block_at;
-        std::vector<int64_t> targets;  // each block's branch target, or -1
-        std::vector<bool> falls_through;
+    for (const auto &[name, code] : raw) {
+        std::set<std::string> targets;
         for (const Line &line : code) {
-            if (leaders.count(line.address)) {
-                block_at[line.address] = (int)kernel.blocks.size();
-                kernel.blocks.emplace_back();
-                targets.push_back(-1);
-                falls_through.push_back(true);
+            const Instruction i = parse_instruction(line.instruction);
+            if (is_branch(i, Isa::Sass)) targets.insert(branch_target(i));
+        }
+        std::vector<std::string> statements;
+        for (const Line &line : code) {
+            for (const std::string &l : line.labels) {
+                if (targets.count(l)) statements.push_back(l + ":");
             }
-            const Instruction &i = line.instruction;
-            const bool branch = is_branch(i, Isa::Sass);
-            if (branch) targets.back() = target_of(i);
-            if ((branch || ends_kernel(i)) && !i.predicated) falls_through.back() = false;
-            kernel.blocks.back().body.push_back(i);
+            statements.push_back(line.instruction);
         }
-        for (size_t b = 0; b < kernel.blocks.size(); b++) {
-            if (falls_through[b] && b + 1 < kernel.blocks.size()) kernel.blocks[b].successors.push_back((int)b + 1);
-            auto it = block_at.find(targets[b]);
-            if (it != block_at.end()) kernel.blocks[b].successors.push_back(it->second);
-        }
-        kernels.push_back(std::move(kernel));
+        kernels.push_back(blocks_of(name, statements, Isa::Sass));
     }
     return kernels;
 }
