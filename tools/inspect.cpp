@@ -80,14 +80,9 @@ int inspect_file(const std::string &path, bool sass, const std::string &ptx_dir)
             return 1;
         }
         std::cout << report;
-        if (ptx_file || ptx_dir.empty()) continue;
-        std::error_code ignored;
-        std::filesystem::create_directories(ptx_dir, ignored);
-        const std::string out = ptx_dir + "/" + stem + "." + std::to_string(m + 1) + ".ptx";
-        std::ofstream file(out);
-        file << modules[m];
-        file.close();
-        std::cout << (file ? "PTX written to " : "PTX not written: cannot write ") << out << "\n";
+        if (!ptx_file && !ptx_dir.empty()) {
+            std::cout << alcop::write_ptx(ptx_dir, stem + "." + std::to_string(m + 1) + ".ptx", modules[m]) << "\n";
+        }
     }
     return 0;
 }

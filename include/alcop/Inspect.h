@@ -54,6 +54,10 @@ std::string inspect_ptx(const std::string &ptx, bool sass = false);
  * output). nvcc's fatbins are not read. */
 std::vector<std::string> embedded_ptx(const std::string &bytes);
 
+/** Writes `ptx` to <dir>/<file>, making the folder where it is not there, and returns the
+ * report's line for it: "PTX written to <path>", or "PTX not written: cannot write <path>". */
+std::string write_ptx(const std::string &dir, const std::string &file, const std::string &ptx);
+
 /** The main loops of a SASS listing (`nvdisasm` or `cuobjdump -sass` of a cubin), counted as
  * the PTX's are under SASS's names (HMMA, LDSM, LDGSTS, ...: docs/mainloop.md). */
 std::string inspect_sass(const std::string &listing);

@@ -185,6 +185,18 @@ std::vector<std::string> embedded_ptx(const std::string &bytes) {
     return modules;
 }
 
+std::string write_ptx(const std::string &dir, const std::string &file, const std::string &ptx) {
+    // Create the folder as a user naming a new one expects; say so where writing fails rather
+    // than claim a file that is not there.
+    std::error_code ignored;
+    std::filesystem::create_directories(dir, ignored);
+    const std::string path = dir + "/" + file;
+    std::ofstream out(path);
+    out << ptx;
+    out.close();
+    return (out ? "PTX written to " : "PTX not written: cannot write ") + path;
+}
+
 std::string inspect_sass(const std::string &listing) {
     std::ostringstream os;
     for (const MainLoopReport &r : main_loops_sass(listing)) os << to_string(r) << "\n";
@@ -313,19 +325,7 @@ std::string inspect(const std::string &name, const Target &target, const std::fu
         if (ptx.empty()) {
             os << "no PTX: the target is not CUDA\n";
         } else {
-            // Create the folder as a user naming a new one expects; say so where writing fails
-            // rather than claim a file that is not there.
-            std::error_code ignored;
-            std::filesystem::create_directories(options.ptx_dir, ignored);
-            const std::string path = options.ptx_dir + "/" + name + ".ptx";
-            std::ofstream file(path);
-            file << ptx;
-            file.close();
-            if (file) {
-                os << "PTX written to " << path << "\n";
-            } else {
-                os << "PTX not written: cannot write " << path << "\n";
-            }
+            os << write_ptx(options.ptx_dir, name + ".ptx", ptx) << "\n";
         }
     }
     return os.str();
