@@ -1,6 +1,7 @@
 #include "rewrite/LowerPipelines.h"
 
 #include "analysis/TensorCoreAnalysis.h"
+#include "codegen/BFloat16Casts.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
 #include "copy/GlobalAlignment.h"
@@ -96,7 +97,8 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // that each ldmatrix row is one address plus constants), then the per-thread register
     // tiles shrunk to one thread's window (the rewrite's register slots included), whose sizes
     // each kernel's register estimate is checked on (plan/ResourceLimits.h), then the launch
-    // bounds marked on the kernels they ask for. The operands' tiles are swizzled right after
+    // bounds marked on the kernels they ask for, and the CUDA kernels' casts to and from bf16
+    // lowered to integer arithmetic (codegen/BFloat16Casts.h). The operands' tiles are swizzled right after
     // the rewrite that builds the ldmatrix rows (it measures the tiles' strides on unswizzled
     // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h);
     // last, the steady states the pipeline rewrite marked are expanded by their slots
@@ -114,6 +116,7 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
                            options_, kernel_launch_bounds(result, blocks_per_sm));
     result = hooks.output ? hooks.output(result) : result;
     result = mark_launch_bounds(result, blocks_per_sm);
+    result = lower_bfloat16_casts(result);
     if (observer()) {
         observer()(s, result, requests);
     }

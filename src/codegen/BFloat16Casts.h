@@ -1,0 +1,30 @@
+#ifndef ALCOP_BFLOAT16_CASTS_H
+#define ALCOP_BFLOAT16_CASTS_H
+
+/** \file
+ * Lowers the casts to and from bf16 inside CUDA kernels to integer arithmetic, with Halide's
+ * own bit-exact conversions (Halide::Internal::lower_float16_cast, what it does for targets
+ * without bf16).
+ *
+ * Halide 14's PTX backend takes bf16 for a type LLVM 14's NVPTX can convert: a bf16 loaded
+ * and cast to fp32 becomes `fpext i16`, which ptxas rejects as a 16-bit load into an fp32
+ * register (`ld.shared.u16 %f`: "Arguments mismatch for instruction 'ld'"), and an fp32 cast
+ * to bf16 has no rounding to select. The tensor cores take bf16 operands as they are, but a
+ * kernel that also reads them on the threads' own multiply-adds (the branch of a runtime K that
+ * is not the one mma.sync runs, AlcopAutoscheduler.h) or writes a bf16 output casts them.
+ *
+ * Assumes: the Stmt at the end of the pass. Guarantees: only casts inside CUDA kernels (their
+ * gpu_block loops) that have bf16 as source or destination change; a bf16 becomes the upper
+ * half of an fp32 exactly, an fp32 rounds to the nearest bf16 (ties to even), as on Halide's
+ * other targets.
+ */
+
+#include "Halide.h"
+
+namespace alcop {
+
+Halide::Internal::Stmt lower_bfloat16_casts(const Halide::Internal::Stmt &s);
+
+}  // namespace alcop
+
+#endif
