@@ -102,9 +102,11 @@ class Env {
             const int dim = std::stoi(rest);
             if (field[1] == 'm') return 0;
             if (field[1] == 'e') return extent_of(dim);
+            const std::string buffer = name.substr(0, at);
             int64_t stride = 1;
             for (int d = 0; d < dim; d++) {
-                stride *= extent_of(d);
+                auto e = values.find(buffer + ".extent." + std::to_string(d));
+                stride *= e != values.end() ? e->second : extent_of(d);
             }
             return stride;
         }
@@ -708,6 +710,32 @@ std::vector<KernelHazards> find_pipeline_hazards(const Stmt &s, int64_t extent,
     kernels.names = kernel_names(s);
     kernels.walk(s);
     return kernels.result;
+}
+
+std::map<std::string, int64_t> specialized_sizes(const Stmt &s) {
+    struct Conditions : IRVisitor {
+        std::map<std::string, int64_t> sizes;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type != ForType::GPUBlock) IRVisitor::visit(op);  // a kernel's ifs fix no size
+        }
+        void visit(const IfThenElse *op) override {
+            learn(op->condition);
+            IRVisitor::visit(op);
+        }
+        void learn(const Expr &c) {
+            if (const And *a = c.as<And>()) {
+                learn(a->a);
+                learn(a->b);
+            } else if (const EQ *eq = c.as<EQ>()) {
+                const Variable *v = eq->a.as<Variable>();
+                const int64_t *value = as_const_int(eq->b);
+                if (v && value) sizes.emplace(v->name, *value);
+            }
+        }
+    } conditions;
+    s.accept(&conditions);
+    return conditions.sizes;
 }
 
 int64_t hazard_check_extent(int64_t extent, int dim) {

@@ -29,9 +29,9 @@
  *
  * Sizes: every free variable named `<buffer>.min.<d>`, `.extent.<d>` or `.stride.<d>` (the
  * shapes of the pipeline's buffers) takes the value of a dense buffer, unless `values` names
- * it: mins 0, extents as hazard_check_extent() says. Other free variables only
- * from `values`. A condition or loop bound that cannot be evaluated makes that kernel
- * unchecked, with the reason.
+ * it: mins 0, extents as hazard_check_extent() says (or `values`), strides their products.
+ * Other free variables only from `values`. A condition or loop bound that cannot be evaluated
+ * makes that kernel unchecked, with the reason.
  */
 
 #include "Halide.h"
@@ -71,6 +71,12 @@ struct KernelHazards {
  * of `extent` (see above), and reports its hazards. */
 std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s, int64_t extent,
                                                  const std::map<std::string, int64_t> &values = {});
+
+/** The sizes the pipeline's specializations fix outside its kernels: each variable that an
+ * if's condition there compares for equality with a constant (`A.extent.0 == 2048`, the
+ * Alcop autoscheduler's branch of a runtime K on tensor cores), with the first such constant.
+ * Runs given them as `values` reach the kernels those branches launch. */
+std::map<std::string, int64_t> specialized_sizes(const Halide::Internal::Stmt &s);
 
 /** A multiple of every tile up to 128: at a multiple of it every kernel's tiles are whole. */
 constexpr int64_t whole_tile_extent = 128;

@@ -205,41 +205,58 @@ std::string inspect_sass(const std::string &listing) {
 
 namespace {
 
-/** "kernel K: hazards: N" per kernel, over the sizes of hazard_check_extents(), and the first
- * few hazards found. */
+/** "kernel K: hazards: N" per kernel, over the sizes of hazard_check_extents(), each also with
+ * the sizes the pipeline's specializations fix (specialized_sizes: the branches they select
+ * run only there), and the first few hazards found. */
 std::string hazards_report(const Stmt &s) {
-    std::map<std::string, std::vector<KernelHazards>> by_kernel;
-    for (int64_t extent : hazard_check_extents()) {
-        for (KernelHazards &k : find_pipeline_hazards(s, extent)) {
-            by_kernel[k.kernel].push_back(std::move(k));
+    struct Run {
+        KernelHazards k;
+        bool fixed;  ///< with the specialized sizes
+    };
+    const std::map<std::string, int64_t> fixed = specialized_sizes(s);
+    std::map<std::string, std::vector<Run>> by_kernel;
+    for (const bool with_fixed : {false, true}) {
+        if (with_fixed && fixed.empty()) continue;
+        for (int64_t extent : hazard_check_extents()) {
+            for (KernelHazards &k : find_pipeline_hazards(s, extent, with_fixed ? fixed : decltype(fixed){})) {
+                by_kernel[k.kernel].push_back({std::move(k), with_fixed});
+            }
         }
+    }
+    std::string fixed_text;
+    for (const auto &[name, value] : fixed) {
+        fixed_text += (fixed_text.empty() ? " with " : ", ") + name + " = " + std::to_string(value);
     }
     std::ostringstream os;
     for (const auto &[kernel, runs] : by_kernel) {
         size_t hazards = 0;
         int truncated = 0;
         std::vector<std::string> unchecked;
-        for (const KernelHazards &k : runs) {
-            hazards += k.hazards.size();
-            truncated = std::max(truncated, k.truncated_loops);
-            if (!k.checked) unchecked.push_back("extent " + std::to_string(k.extent) + ": " + k.reason);
-        }
-        // The runs at extents the first two dimensions alone take, then those every one takes.
-        std::string partial, whole;
-        for (const KernelHazards &k : runs) {
-            (hazard_check_extent(k.extent, 2) == k.extent ? whole : partial) += " " + std::to_string(k.extent);
+        // The runs at extents the first two dimensions alone take, those every one takes, and
+        // those with the specialized sizes.
+        std::string partial, whole, with_fixed;
+        for (const Run &r : runs) {
+            hazards += r.k.hazards.size();
+            truncated = std::max(truncated, r.k.truncated_loops);
+            const std::string extent = std::to_string(r.k.extent);
+            if (!r.k.checked) unchecked.push_back("extent " + extent + (r.fixed ? fixed_text : "") + ": " + r.k.reason);
+            (r.fixed ? with_fixed : hazard_check_extent(r.k.extent, 2) == r.k.extent ? whole : partial) += " " + extent;
         }
         os << "kernel " << kernel << ": hazards: " << hazards << " (block 0, buffers of extent";
-        if (!partial.empty()) os << partial << " in dimensions 0 and 1, " << other_dimensions_extent << " in the others";
+        if (!partial.empty())
+            os << partial << " in dimensions 0 and 1, " << other_dimensions_extent << " in the others";
         if (!whole.empty()) os << (partial.empty() ? "" : ", and") << whole << " in every dimension";
+        if (!with_fixed.empty()) os << (partial.empty() && whole.empty() ? "" : "; and") << with_fixed << fixed_text;
         os << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";
         for (const std::string &u : unchecked) {
             os << "  not checked at " << u << "\n";
         }
         int listed = 0;
-        for (const KernelHazards &k : runs) {
-            for (const PipelineHazard &h : k.hazards) {
-                if (listed++ < 4) os << "  extent " << k.extent << ": " << h.to_string() << "\n";
+        for (const Run &r : runs) {
+            for (const PipelineHazard &h : r.k.hazards) {
+                if (listed++ < 4) {
+                    os << "  extent " << r.k.extent << (r.fixed ? fixed_text : "") << ": " << h.to_string() << "\n";
+                }
             }
         }
     }

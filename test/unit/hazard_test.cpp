@@ -161,4 +161,18 @@ std::vector<Config> broken_configs() {
 INSTANTIATE_TEST_SUITE_P(PipelineHazards, Broken, ::testing::ValuesIn(broken_configs()),
                          [](const auto &info) { return info.param.name; });
 
+// The sizes a specialization fixes outside the kernels (the plugin's branch of a runtime K), for
+// runs that reach the kernel it launches; a kernel's own conditions fix none.
+TEST(PipelineHazards, SpecializedSizesAreTheHostConditionsEqualities) {
+    using namespace Halide::Internal;
+    const Expr k = Variable::make(Int(32), "A.extent.0"), n = Variable::make(Int(32), "out.extent.0");
+    const Expr tx = Variable::make(Int(32), "k.__thread_id_x");
+    const Stmt in_kernel = IfThenElse::make(tx == 0, Evaluate::make(0));
+    const Stmt kernel = For::make("k.__block_id_x", 0, 4, ForType::GPUBlock, DeviceAPI::CUDA, in_kernel);
+    const Stmt s = IfThenElse::make(k == 512 && n >= 128 && (n % 8 == 0), kernel, kernel);
+    const std::map<std::string, int64_t> sizes = alcop::specialized_sizes(s);
+    EXPECT_EQ(sizes, (std::map<std::string, int64_t>{{"A.extent.0", 512}}));
+    EXPECT_TRUE(alcop::specialized_sizes(kernel).empty());
+}
+
 }  // namespace
