@@ -27,9 +27,11 @@
 // as_gemm, as_bmm and as_conv2d take `type=f16|bf16` (default f32): the operands are then fp16 or
 // bf16, multiplied in fp32 (prod += f32(A) * f32(B)) into an fp32 output, the tensor-core form
 // the autoscheduler gives mma.sync on CUDA sm_80+ (and its SIMT schedule, with a warning,
-// elsewhere). Tensor cores need the reduction's extent at compile time: with a 16-bit type, K
-// (as_gemm, as_bmm) and CI (as_conv2d) are fixed to their estimates, and as_bmm's reduction is a
-// Func of its own, prod(x, y, b) (an inline sum() would put y first among its arguments).
+// elsewhere). With a 16-bit type, K (as_gemm, as_bmm) and CI (as_conv2d) are fixed to their
+// estimates, the kernels the benchmarks measure; `runtime_k=true` leaves them runtime sizes, as
+// with f32, and the autoscheduler then gives mma.sync the branch where the size is the estimate
+// (AlcopAutoscheduler.h). as_bmm's 16-bit reduction is a Func of its own, prod(x, y, b) (an
+// inline sum() would put y first among its arguments).
 //
 // as_gemm, as_bmm and as_conv2d take `auto_pipeline=true`: schedule() then calls
 // alcop::auto_pipeline, which lowers whatever schedule the autoscheduler applies after it
@@ -110,6 +112,8 @@ public:
     GeneratorParam<int> M{"M", 128}, N{"N", 128}, K{"K", 128};  // the estimates
     // K fixed at compile time (A is then M x K exactly): the autoscheduler's one-branch case.
     GeneratorParam<bool> constant_k{"constant_k", false};
+    // With type=f16 / bf16: K a runtime size, as with f32 (see the file comment).
+    GeneratorParam<bool> runtime_k{"runtime_k", false};
     // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
     // The operands' type: f32, or f16 / bf16 (fp32 accumulation; K then constant).
@@ -133,7 +137,7 @@ public:
     }
 
     void generate() {
-        const bool fixed_k = constant_k || operand_type(type) != Float(32);
+        const bool fixed_k = constant_k || (operand_type(type) != Float(32) && !runtime_k);
         if (fixed_k) {
             A->dim(0).set_extent(K);
         }
@@ -255,6 +259,7 @@ public:
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};           // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                             // as in as_gemm
     GeneratorParam<std::string> type{"type", "f32"};                            // as in as_gemm
+    GeneratorParam<bool> runtime_k{"runtime_k", false};                         // as in as_gemm
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
@@ -272,8 +277,8 @@ public:
             RDom r(0, A->dim(0).extent(), "r");
             out(x, y, b) = sum((*A)(r, y, b) * (*B)(x, r, b));
         } else {
-            A->dim(0).set_extent(K);
-            RDom r(0, K, "r");
+            if (!runtime_k) A->dim(0).set_extent(K);
+            RDom r(0, runtime_k ? A->dim(0).extent() : Expr((int)K), "r");
             Func prod("prod");
             prod(x, y, b) = 0.0f;
             prod(x, y, b) += factor((*A)(r, y, b)) * factor((*B)(x, r, b));
@@ -304,6 +309,7 @@ public:
     GeneratorParam<std::string> gpu{"gpu", ""}, limits{"limits", ""};  // as in as_gemm
     GeneratorParam<bool> aligned{"aligned", false};                    // as in as_gemm
     GeneratorParam<std::string> type{"type", "f32"};                   // as in as_gemm
+    GeneratorParam<bool> runtime_k{"runtime_k", false};                // as in as_gemm, for CI
     // alcop::auto_pipeline on the schedule the autoscheduler applies (see the file comment).
     GeneratorParam<bool> auto_pipeline{"auto_pipeline", false};
 
@@ -322,11 +328,11 @@ public:
         if (operand_type(type) == Float(32)) {
             r = RDom(0, input->dim(0).extent(), 0, weights->dim(2).extent(), 0, weights->dim(3).extent(), "r");
         } else {
-            // The reduction's extents at compile time (tensor cores step K by 16).
-            input->dim(0).set_extent(CI);
+            // The filter's extents at compile time, and CI too unless runtime_k.
+            if (!runtime_k) input->dim(0).set_extent(CI);
             weights->dim(2).set_extent(KW);
             weights->dim(3).set_extent(KH);
-            r = RDom(0, (int)CI, 0, KW, 0, KH, "r");
+            r = RDom(0, runtime_k ? input->dim(0).extent() : Expr((int)CI), 0, KW, 0, KH, "r");
         }
         Func conv("conv");
         conv(co, x, y, n) = 0.0f;

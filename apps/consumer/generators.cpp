@@ -108,6 +108,34 @@ public:
     }
 };
 
+// The same in fp16 with fp32 accumulation, its sizes all runtime ones: for CUDA sm_80 the
+// autoscheduler puts it on tensor cores where K is the estimate. The operands promise what
+// 16-byte cp.async copies need (the plugin's warning says what, where they do not).
+class PlainGemmF16 : public Generator<PlainGemmF16> {
+public:
+    Input<Buffer<float16_t>> A{"A", 2};
+    Input<Buffer<float16_t>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Var x("x"), y("y");
+        RDom r(0, A.dim(0).extent(), "r");
+        Func prod("prod");
+        prod(x, y) = 0.0f;
+        prod(x, y) += cast<float>(A(r, y)) * cast<float>(B(x, r));
+        out(x, y) = prod(x, y);
+        for (Input<Buffer<float16_t>> *in : {&A, &B}) {
+            in->set_host_alignment(16);
+            in->dim(0).set_min(0);
+            in->dim(1).set_stride((in->dim(1).stride() / 8) * 8);
+        }
+        out.dim(0).set_min(0);
+        A.set_estimates({{0, 1024}, {0, 1024}});
+        B.set_estimates({{0, 1024}, {0, 1024}});
+        out.set_estimates({{0, 1024}, {0, 1024}});
+    }
+};
+
 // Softmax over each row, written plainly: the Alcop autoscheduler recognizes its row reductions
 // and gives each row a warp's lanes.
 class PlainSoftmax : public Generator<PlainSoftmax> {
@@ -131,4 +159,5 @@ public:
 HALIDE_REGISTER_GENERATOR(PipelinedGemm, pipelined_gemm)
 HALIDE_REGISTER_GENERATOR(TiledGemm, tiled_gemm)
 HALIDE_REGISTER_GENERATOR(PlainGemm, plain_gemm)
+HALIDE_REGISTER_GENERATOR(PlainGemmF16, plain_gemm_f16)
 HALIDE_REGISTER_GENERATOR(PlainSoftmax, plain_softmax)

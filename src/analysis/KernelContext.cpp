@@ -35,8 +35,14 @@ void KernelContext::assume(const Expr &condition) {
     }
 }
 
+Expr loop_max(const Expr &max) {
+    if (is_const(max)) return max;
+    const Expr bound = find_constant_bound(max, Direction::Upper);
+    return bound.defined() ? bound : max;
+}
+
 void KernelContext::push_loop(const For *op) {
-    loops.emplace_back(op->name, Interval(inline_lets(op->min), inline_lets(op->min + op->extent - 1)));
+    loops.emplace_back(op->name, Interval(inline_lets(op->min), loop_max(inline_lets(op->min + op->extent - 1))));
 }
 
 Interval KernelContext::bounds(const Expr &e) const {

@@ -38,6 +38,12 @@ struct KernelContext {
     Halide::Internal::Interval bounds(const Halide::Expr &e) const;
 };
 
+/** The largest value of a loop variable whose largest value is `max` (min + extent - 1, the
+ * lets inlined): `max` itself, or where that is not a constant, a constant bound of it if
+ * there is one. A guarded tail (a K step loop of extent min(K - k, KT), the last chunk's)
+ * then ranges like the whole chunks, and so do the indices it reaches. */
+Halide::Expr loop_max(const Halide::Expr &max);
+
 /** An IRVisitor that keeps `ctx` up to date inside GPU kernels (below gpu_block loops): the
  * lets, the ranges of the non-block loops, narrowed by the conditions of enclosing ifs.
  * Subclasses that override a visit call the base one to descend. */

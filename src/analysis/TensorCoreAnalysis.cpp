@@ -293,6 +293,18 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     FindUpdates find(f.name());
     s.accept(&find);
     if (find.updates.empty()) return;  // not in this Stmt (e.g. another kernel's pipeline)
+    // The guarded tails of a branch of K stay scalar (is_guarded_k_loop); the others must all
+    // take mma.sync, and one must.
+    std::vector<FindUpdates::Update> guarded;
+    for (auto u = find.updates.begin(); u != find.updates.end();) {
+        if (u->k_loop && is_guarded_k_loop(u->k_loop)) {
+            guarded.push_back(*u);
+            u = find.updates.erase(u);
+        } else {
+            ++u;
+        }
+    }
+    if (find.updates.empty()) find.updates = guarded;
     const std::vector<const For *> &threads = find.updates.front().threads;
     // Halide gives a kernel without gpu_threads one thread loop of extent 1 (which the check of
     // whole warps below rejects), and puts every Func of a kernel with threads inside them.
@@ -443,6 +455,10 @@ void check_fragment_stages(const std::vector<TensorCoreUse> &uses,
             << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
             << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
     }
+}
+
+bool is_guarded_k_loop(const For *k_loop) {
+    return !is_const(k_loop->extent);
 }
 
 std::string tensor_cores_call(const std::string &func) {

@@ -21,7 +21,7 @@ using Halide::Func;  // not alcop::Func, which names the directives' subclass
 namespace {
 
 /** Whether the tensor-core schedule applies to `c` (16-bit operands) on `target` with `gpu`;
- * if not, why not, in *why. */
+ * if not, why not, in *why. A K that is a runtime size gets them where it is its estimate. */
 bool tensor_cores_apply(const Contraction &c, const Target &target, const model::GpuSpec &gpu, std::string *why) {
     const std::vector<int> md = c.m_dims();
     const ContractionRVar &r0 = c.rvars[0];
@@ -37,9 +37,14 @@ bool tensor_cores_apply(const Contraction &c, const Target &target, const model:
                std::to_string(target.get_cuda_capability_lower_bound());
     } else if (!gpu.has_mma_sync()) {
         *why = "the modelled GPU " + gpu.name + " (" + gpu.arch() + ") has no mma.sync.m16n8k16";
-    } else if (!is_const(r0.extent) || r0.extent_estimate % model::kMmaK != 0) {
-        *why = "the extent of " + r0.name + " is not a compile-time constant multiple of 16 (each chunk of the " +
-               "reduction must be whole 16-wide mma.sync k steps)";
+    } else if (!is_const(r0.extent) && !r0.extent_is_size()) {
+        std::ostringstream e;
+        e << r0.extent;
+        *why = "the extent of " + r0.name + " (" + e.str() + ") is neither a constant nor a Param or buffer size, " +
+               "so no branch of it runs whole 16-wide mma.sync k steps";
+    } else if (r0.extent_estimate % model::kMmaK != 0) {
+        *why = "the " + std::string(is_const(r0.extent) ? "extent" : "estimated extent") + " of " + r0.name + " (" +
+               std::to_string(r0.extent_estimate) + ") is not a multiple of 16, the k step of mma.sync";
     } else if (f.args()[0] != c.dims[c.n_dim()].reduction_var || f.args()[1] != c.dims[md[0]].reduction_var) {
         *why = f.name() + "'s first two dimensions are not N and M, the layout of the instruction's accumulators";
     } else if (!arg0_is(c.a, r0.name, c.dims[md[0]].reduction_var) ||
@@ -124,6 +129,13 @@ std::string summary(const Contraction &c, const Result &r, const model::SearchOp
     return os.str();
 }
 
+/** Where a tensor-core schedule over a runtime K runs mma.sync. */
+std::string runtime_k_tensor_cores(const Contraction &c) {
+    return "mma.sync where " + c.rvars[0].name + "'s extent is the estimated " +
+           std::to_string(c.rvars[0].extent_estimate) + " (its chunks whole 16-wide k steps); at any other " +
+           "extent the same warp tiles on the threads' own fp32 multiply-adds";
+}
+
 /** The comment lines that head the schedule source of a contraction. */
 std::string contraction_header(const Contraction &c, const Result &r, const Choice &choice,
                                const std::vector<std::string> &warnings) {
@@ -150,6 +162,7 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
     if (r.tensor_cores) {
         os << "// Tensor cores: mma.sync.m16n8k16 on " << model::to_string(c.problem.element)
            << " operands, fp32 accumulators; warp tile " << m.s.tm << "x" << m.s.tn << ".\n";
+        if (k.condition.defined()) os << "// " << runtime_k_tensor_cores(c) << ".\n";
     }
     for (const std::string &w : warnings) os << "// Note: " << w << ".\n";
     return os.str();
@@ -249,7 +262,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     r.applicable = choice.exact;
     const Mapping &m = choice.chosen();
     r.chosen = model::predict(c->problem, m.s, *r.gpu, settings.search.model);
-    const std::string said = summary(*c, r, search_options, choice);
+    std::string said = summary(*c, r, search_options, choice);
 
     // --- The schedule.
     if (choice.exact == 0) {
@@ -265,6 +278,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     }
     r.chunking = r.tensor_cores ? schedule_tensor_core_contraction(schedule, *c, m, warnings) :
                                   schedule_contraction(schedule, *c, m, warnings);
+    if (r.tensor_cores && r.chunking.condition.defined()) said += "  " + runtime_k_tensor_cores(*c) + "\n";
 
     // --- What it did: the source, the warnings, the summary.
     r.schedule_source = schedule.source(header + contraction_header(*c, r, choice, warnings));

@@ -54,8 +54,9 @@
  * time otherwise (a warning says so).
  *
  * A contraction of fp16 or bf16 operands (fp32 accumulation) gets, on CUDA sm_80+ where K is a
- * compile-time multiple of 16, f is laid out (N, M, ...) and the operands' innermost dimensions
- * are K, M or N, the tensor-core schedule instead (ContractionSchedule.h,
+ * multiple of 16 (a constant, or a Param or buffer size estimated at one), f is laid out (N,
+ * M, ...) and the operands' innermost dimensions are K, M or N, the tensor-core schedule
+ * instead (ContractionSchedule.h,
  * schedule_tensor_core_contraction): the model ranks the tensor-core space
  * (model::SearchSpace::for_tensor_cores()), and the output's and f's block tiles get the
  * mma.sync warp layout through alcop::schedule_tensor_core_tile (a convolution's M tile over
@@ -68,10 +69,12 @@
  * limits (shared memory, registers: the warning names the output and counts the candidates
  * each limit rejected), the SIMT candidates being searched instead. Where no SIMT candidate
  * fits either, a user error names the output and the limits. A
- * runtime K stays off tensor cores: mma.sync consumes a chunk in whole 16-wide k steps, while
- * the guarded last chunk above is a step loop of min(K - k, KT) trips with a guard on every
- * update; running it on mma.sync would need its tail zero-filled and the guard dropped, which
- * no schedule of an algorithm summing over [0, K) can say (the tensor-core rewrite would have to).
+ * runtime K gets mma.sync where it is its estimate: f's update is specialized on it, as the SIMT
+ * schedule's is, and that branch's chunks are whole 16-wide k steps. At any other K the last
+ * chunk is a guarded step loop of min(K - k, KT) trips, which mma.sync cannot take (it would
+ * need the tail zero-filled and the guard dropped, which no schedule of a sum over [0, K) can
+ * say): that branch keeps the same warp tiles and staged copies (at clamped coordinates) on the
+ * threads' own multiply-adds, and the summary says so.
  *
  * A pipeline that is not a recognized contraction but computes its output along rows from
  * reductions of each row (softmax, layernorm: RowReduction.h) gets the schedule of

@@ -75,6 +75,13 @@ struct ContractionRVar {
     std::string name;  ///< as scheduled, e.g. "r$x"
     Halide::Expr min, extent;
     int64_t extent_estimate = 0;
+
+    /** The extent is a Param or a buffer's size: a stage specialized on `extent == value`
+     * gets the value substituted, a constant there. */
+    bool extent_is_size() const {
+        const Halide::Internal::Variable *v = extent.as<Halide::Internal::Variable>();
+        return v && v->param.defined();
+    }
 };
 
 /** One of the two factors. */

@@ -284,9 +284,8 @@ Chunking chunk_reduction(Schedule &schedule, const Contraction &c, const Mapping
     if (m.k_divisible && is_const(r0.extent)) {
         chunking.exact = true;
         chunking.guarded = false;
-    } else if (m.k_divisible && r0.extent.as<Variable>() && r0.extent.as<Variable>()->param.defined()) {
-        // A Param or a buffer size: Halide substitutes `var == value` into the specialized
-        // definition, which makes the split exact there. The source names it through the
+    } else if (m.k_divisible && r0.extent_is_size()) {
+        // The specialized definition's split is exact. The source names the size through the
         // RDom, which is all the schedule's scope has.
         chunking.exact = true;
         k_cond.terms.push_back({Condition::Term::Kind::RDomExtentIs, f, 0, r0.extent_estimate});
@@ -499,7 +498,9 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     // differently from the generic one, so it is specialized before either is tiled (a
     // specialization copies the schedule made before it).
     const bool shifted = shifts_edge_blocks(c);
-    const Condition whole_tiles = direct_copy_condition(c, m, out, {}, shifted);
+    Condition k_cond;
+    const Chunking chunking = chunk_reduction(schedule, c, m, f, k_cond);
+    const Condition whole_tiles = direct_copy_condition(c, m, out, k_cond, shifted);
     const OutputThreads warp_layout = [&](const StageRef &stage, const Dim &n_loop, const Dim &m_loop,
                                           const std::vector<Dim> &rows) {
         schedule.tensor_core_tile(stage, n_loop, m_loop_of(stage, m_loop, rows), s.tm, s.tn);
@@ -513,21 +514,23 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     schedule.tensor_core_tile({f, -1}, x, y, s.tm, s.tn);
     // The update: K in chunks of KT (a constant KT divides: tensor_cores_apply()), whose k loop
     // the pass replaces by mma.sync steps, inside the threads; the chunk loop outside them.
-    {
-        Chain update = schedule.stage(f, 0);
-        split_into_chunks(update, c, s.kt);
-        update.done();
-    }
-    m_loop_of({f, 0}, {c.dims[md[0]].reduction_var}, acc_rows);
-    schedule.tensor_core_tile({f, 0}, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
+    auto update_on_warps = [&](const StageRef &update) {
+        Chain chunks = schedule.stage(update);
+        split_into_chunks(chunks, c, s.kt);
+        chunks.done();
+        m_loop_of(update, {c.dims[md[0]].reduction_var}, acc_rows);
+        schedule.tensor_core_tile(update, x, y, s.tm, s.tn, {step_loop(c)}, {chunk_loop(c)});
+    };
+    update_on_warps({f, 0, k_cond});
+    if (chunking.guarded) update_on_warps({f, 0, {}});
 
     // The staged operands, read directly in the branch of whole tiles and at clamped
     // coordinates elsewhere.
     Copies copies;
     copies.direct = true;
-    copies.generic = false;
+    copies.generic = chunking.guarded;
     copies.threads_x = 32;
-    copies.k_exact = true;  // a constant the k tile divides (tensor_cores_apply())
+    copies.k_exact = !k_cond.defined();
     copies.condition = whole_tiles;
     if (!shifted) schedule.stage(out, c.output_accumulates ? 0 : -1, copies.condition).done();
     for (const Operand *o : {&c.a, &c.b}) {
@@ -539,9 +542,6 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     if (s.reg_stages > 1) schedule.pipeline(f, s.reg_stages, true);
     clamp_initial_inputs(schedule, c, f);
     schedule.enable();
-    Chunking chunking;
-    chunking.exact = true;
-    chunking.guarded = false;
     return chunking;
 }
 

@@ -212,7 +212,8 @@ private:
         }
         if (op->for_type == ForType::Serial && !threads.empty()) {
             for (const TensorCoreUse &u : uses) {
-                if (u.width > 0 && updates(op->body, u.accumulator) && !loop_inside_updates(op->body, u.accumulator)) {
+                if (u.width > 0 && !is_guarded_k_loop(op) && updates(op->body, u.accumulator) &&
+                    !loop_inside_updates(op->body, u.accumulator)) {
                     return rewrite(op, u);
                 }
             }

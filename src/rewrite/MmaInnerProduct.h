@@ -8,7 +8,8 @@
  * ldmatrix and mma.sync.
  *
  * The serial K loop `for kk in [min, min + tile_k)` around the accumulator's unrolled updates
- * becomes `for ks in [0, tile_k / 16)`, whose body binds (LetStmt) the ldmatrix.x4 registers
+ * (not a guarded tail, is_guarded_k_loop, which stays the threads' own) becomes
+ * `for ks in [0, tile_k / 16)`, whose body binds (LetStmt) the ldmatrix.x4 registers
  * of A for each 16-row tile j of the warp tile and of B for each pair of 8-column tiles, then
  * for each 16 x 8 tile (j, i) binds the lane's four old accumulators and stores the four
  * results of one mma.sync.m16n8k16 into them. Addresses come from the loads of the original

@@ -107,10 +107,12 @@ private:
     void visit(const For *op) override {
         op->min.accept(this);
         op->extent.accept(this);
-        // A loop of constant extent ranges over its values; any other (the blocks, the K
-        // tiles) stays a symbol, which an index that lies in one tile for every value cancels.
-        const bool ranges = is_const(op->min) && is_const(op->extent);
-        ScopedBinding<Interval> b(ranges, scope, op->name, Interval(op->min, simplify(op->min + op->extent - 1)));
+        // A loop of constant bounds ranges over its values (a guarded tail over its constant
+        // bound: loop_max); any other (the blocks, the K tiles) stays a symbol, which an
+        // index that lies in one tile for every value cancels.
+        const Expr max = loop_max(simplify(with_lets(op->min + op->extent - 1, lets)));
+        const bool ranges = is_const(op->min) && is_const(max);
+        ScopedBinding<Interval> b(ranges, scope, op->name, Interval(op->min, max));
         loops.push_back(op->name);
         op->body.accept(this);
         loops.pop_back();

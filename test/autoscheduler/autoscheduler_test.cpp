@@ -908,11 +908,12 @@ void align_for_cp_async(Func out, std::vector<ImageParam> operands) {
     out.output_buffer().dim(0).set_min(0);
 }
 
-/** out(x, y) = sum_r f32(A(r, y)) * f32(B(x, r)), `t` operands, K a constant. */
-Built gemm16(Type t, int m, int n, int k) {
+/** out(x, y) = sum_r f32(A(r, y)) * f32(B(x, r)), `t` operands, K a constant (`runtime_k`: A's
+ * width, estimated at k). */
+Built gemm16(Type t, int m, int n, int k, bool runtime_k = false) {
     ImageParam A(t, 2, "A"), B(t, 2, "B");
     Var x("x"), y("y");
-    RDom r(0, k, "r");
+    RDom r(0, runtime_k ? A.dim(0).extent() : Expr(k), "r");
     Func prod("prod"), out("out");
     prod(x, y) = 0.0f;
     prod(x, y) += f32(A(r, y)) * f32(B(x, r));
@@ -1436,14 +1437,54 @@ TEST(TensorCoreFallback, BelowSm80AndOnOpenClTheSimtScheduleWithAWarning) {
 }
 
 TEST(TensorCoreFallback, AKTheInstructionCannotStepGetsTheSimtSchedule) {
-    // K = 200: no chunk of whole 16-wide k steps.
-    Built b = gemm16(BFloat(16), 256, 256, 200);
-    Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
-    EXPECT_NE(s.log.find("bf16 operands of " + b.pipeline.outputs()[0].name() + " get no tensor cores"),
-              std::string::npos)
-        << s.log;
-    EXPECT_NE(s.log.find("not a compile-time constant multiple of 16"), std::string::npos) << s.log;
-    EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
+    // K = 200, a constant or a runtime size estimated at 200: no chunk of whole 16-wide k steps.
+    for (const bool runtime_k : {false, true}) {
+        Built b = gemm16(BFloat(16), 256, 256, 200, runtime_k);
+        Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
+        EXPECT_NE(s.log.find("bf16 operands of " + b.pipeline.outputs()[0].name() + " get no tensor cores"),
+                  std::string::npos)
+            << s.log;
+        EXPECT_NE(s.log.find(std::string(runtime_k ? "estimated extent" : "extent") + " of r$x (200) is not a " +
+                             "multiple of 16, the k step of mma.sync"),
+                  std::string::npos)
+            << s.log;
+        EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
+    }
+}
+
+// K a runtime size (A's width), as a generator's buffers have it: mma.sync where K is the
+// estimate (a specialization, in whole 16-wide k steps), the same warp tiles on the threads'
+// own multiply-adds at any other K. Both in the kernel of whole tiles and in the one of edge
+// blocks, whose PTX ptxas assembles: bf16 too, whose casts to fp32 on the threads' path are
+// integer arithmetic (codegen/BFloat16Casts.h; Halide 14's PTX for them is rejected).
+TEST(TensorCoreRuntimeK, MmaSyncWhereKIsTheEstimateTheThreadsFmaElsewhere) {
+    const Target t("host-cuda-cuda_capability_80");
+    for (const Type type : {Float(16), BFloat(16)}) {
+        SCOPED_TRACE(type);
+        Built b = gemm16(type, 1000, 1024, 512, /*runtime_k=*/true);
+        Scheduled s = autoschedule(b, "Alcop", t);
+        EXPECT_EQ(s.log.find("get no tensor cores"), std::string::npos) << s.log;
+        EXPECT_NE(s.log.find("mma.sync where r$x's extent is the estimated 512 (its chunks whole 16-wide k steps); "
+                             "at any other extent the same warp tiles on the threads' own fp32 multiply-adds"),
+                  std::string::npos)
+            << s.log;
+        EXPECT_NE(s.source.find("alcop::tensor_cores("), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find("rdom_extent("), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(") == 512"), std::string::npos) << s.source;
+        const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "runtime_k", t));
+        const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
+        ASSERT_EQ(kernels.size(), 2u);
+        for (const kernel_source::Kernel &k : kernels) {
+            EXPECT_GT(kernel_source::count(k.text, "mma.sync.aligned.m16n8k16"), 0) << k.name;
+        }
+        // The threads' path: the kernel of whole tiles runs only where K is the estimate.
+        EXPECT_EQ(kernel_source::count(kernels[0].text, "fma.rn.f32"), 0) << kernels[0].name;
+        EXPECT_GT(kernel_source::count(kernels[1].text, "fma.rn.f32"), 0) << kernels[1].name;
+        bool ok = false;
+        const std::string log = ptxas(ptx, type.is_bfloat() ? "runtime_k_bf16" : "runtime_k_f16", &ok);
+        if (log.empty()) GTEST_SKIP() << "ptxas not found: PTX not assembled";
+        EXPECT_TRUE(ok) << log;
+    }
 }
 
 /** `text` matched literally in a std::regex ("out$3": Halide makes names unique in a process). */

@@ -315,12 +315,18 @@ Kernels build(const std::string &generator, Internal::GeneratorParamsMap params,
         if (!hazards) return k;
         // The plugin's builds have constant sizes: the buffers' extents only choose between
         // its specializations, a partial tile (100) or the benchmark's sizes (2048: whole
-        // tiles, and the estimate of a K that is a Param).
+        // tiles). Each run also with the sizes the specializations fix (the estimate of a K
+        // that is a runtime size), which select their branches.
         std::vector<int64_t> extents = alcop::hazard_check_extents();
         if (auto_schedule) extents = {100, 2048};
-        for (int64_t extent : extents) {
-            for (alcop::KernelHazards &h : alcop::find_pipeline_hazards(after, extent)) {
-                k.hazards.push_back(std::move(h));
+        const std::map<std::string, int64_t> fixed = alcop::specialized_sizes(after);
+        for (const bool with_fixed : {false, true}) {
+            if (with_fixed && fixed.empty()) continue;
+            for (int64_t extent : extents) {
+                for (alcop::KernelHazards &h :
+                     alcop::find_pipeline_hazards(after, extent, with_fixed ? fixed : decltype(fixed){})) {
+                    k.hazards.push_back(std::move(h));
+                }
             }
         }
     }
@@ -546,8 +552,24 @@ INSTANTIATE_TEST_SUITE_P(
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
              2.43, 2.5, 7.76},
         Case{"bmm_f16_12x512x512x64", "as_bmm",
-             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 1.11, 2.5, 2.94},
-        Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3, 0.4}),
+             bench({{"type", "f16"}, {"batch", "12"}, {"M", "512"}, {"N", "512"}, {"K", "64"}}), true, true, 1.11, 2.5,
+             2.94},
+        Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3,
+             0.4},
+        // K (CI) a runtime size, as a user's generator has it: the kernels above where it is the
+        // estimate; at any other, the threads' own multiply-adds beside them in the edge kernel.
+        Case{"gemm_bf16_2048_runtime_k", "as_gemm",
+             bench({{"type", "bf16"}, {"runtime_k", "true"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, true,
+             0.76, 2.5, 1.85},
+        Case{"conv2d_f16_8x14x14x256x256_runtime_k", "as_conv2d",
+             bench({{"type", "f16"},
+                    {"runtime_k", "true"},
+                    {"N", "8"},
+                    {"H", "14"},
+                    {"W", "14"},
+                    {"CI", "256"},
+                    {"CO", "256"}}),
+             true, true, 2.43, 2.5, 9.38}),
     [](const auto &info) { return info.param.name; });
 
 // Every kernel of ours that the CUDA benchmark runs (apps/bench: alcop_write_variants lists the

@@ -10,17 +10,23 @@
 
 #include "as_bmm_tc_pocl.h"
 #include "as_conv2d_tc_pocl.h"
+#include "as_conv2d_tc_runtime_k_pocl.h"
 #include "as_gemm_tc_k16_pocl.h"
 #include "as_gemm_tc_k32_pocl.h"
 #include "as_gemm_tc_pocl.h"
 #include "as_gemm_tc_r2_pocl.h"
+#include "as_gemm_tc_runtime_k_pocl.h"
+#include "as_gemm_tc_runtime_k_r2_pocl.h"
 
 #include "as_bmm_tc_pocl_markers.h"
 #include "as_conv2d_tc_pocl_markers.h"
+#include "as_conv2d_tc_runtime_k_pocl_markers.h"
 #include "as_gemm_tc_k16_pocl_markers.h"
 #include "as_gemm_tc_k32_pocl_markers.h"
 #include "as_gemm_tc_pocl_markers.h"
 #include "as_gemm_tc_r2_pocl_markers.h"
+#include "as_gemm_tc_runtime_k_pocl_markers.h"
+#include "as_gemm_tc_runtime_k_r2_pocl_markers.h"
 
 #include <gtest/gtest.h>
 
@@ -55,6 +61,26 @@ TEST(AutoscheduledTensorCoreNumbers, GemmBF16K16) {
 TEST(AutoscheduledTensorCoreNumbers, GemmF16RegisterStages) {
     check_matmul(as_gemm_tc_r2_pocl, f16, gemm_shapes(128));
 }
+// K a runtime size (estimated 64): tensor cores where K is the estimate, the same tiles and
+// chunks on the threads' own multiply-adds, the last chunk guarded, at any other K.
+TEST(AutoscheduledTensorCoreNumbers, GemmF16RuntimeK) {
+    std::vector<MatMulShape> shapes = gemm_shapes(64);
+    for (int k : {1, 16, 48, 72, 130}) {
+        shapes.push_back({0, 100, 72, k});
+        shapes.push_back({0, 17, 9, k});
+    }
+    check_matmul(as_gemm_tc_runtime_k_pocl, f16, shapes);
+}
+// The same with register stages (the estimate 128, bf16, the H200's opt-in limits: 16x16x32
+// w16x16 S4 R2) in the branch of the estimated K.
+TEST(AutoscheduledTensorCoreNumbers, GemmBF16RuntimeKRegisterStages) {
+    std::vector<MatMulShape> shapes = gemm_shapes(128);
+    for (int k : {8, 32, 96, 100, 160}) {
+        shapes.push_back({0, 100, 72, k});
+        shapes.push_back({0, 17, 9, k});
+    }
+    check_matmul(as_gemm_tc_runtime_k_r2_pocl, bf16, shapes);
+}
 TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
     // The estimate; N not whole vectors; the last M block shifted; both edges shifted.
     check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}, {2, 40, 40, 64}});
@@ -77,6 +103,19 @@ TEST(AutoscheduledTensorCoreNumbers, Conv2dF16) {
                1, 0, /*out_4d=*/true);
 }
 
+// CI a runtime size (estimated 32), bf16: tensor cores over the estimate's channels (its
+// chunks fused with the filter taps), the threads' own multiply-adds over any other count.
+TEST(AutoscheduledTensorCoreNumbers, Conv2dBF16RuntimeChannels) {
+    check_conv(as_conv2d_tc_runtime_k_pocl, bf16,
+               {{1, 10, 10, 32, 32, 3, 3},
+                {2, 11, 9, 32, 20, 3, 3},
+                {1, 10, 10, 16, 32, 3, 3},
+                {1, 9, 12, 40, 24, 3, 3},
+                {2, 7, 8, 3, 13, 3, 3},
+                {1, 10, 10, 64, 32, 3, 3}},
+               1, 0, /*out_4d=*/true);
+}
+
 // The kernels above are the plugin's tensor-core kernels, not a fallback: the pass made mma.sync
 // and ldmatrix markers of every schedule (counted by the replay before the emulation), and the
 // build at K 128 for the H200 keeps its fragments in register slots (its register stages).
@@ -84,12 +123,16 @@ TEST(AutoscheduledTensorCoreNumbers, SchedulesUseTensorCores) {
     const struct {
         const char *name;
         int mma, ldmatrix;
-    } builds[] = {{"as_gemm_tc", as_gemm_tc_mma_markers, as_gemm_tc_ldmatrix_markers},
-                  {"as_gemm_tc_k32", as_gemm_tc_k32_mma_markers, as_gemm_tc_k32_ldmatrix_markers},
-                  {"as_gemm_tc_k16", as_gemm_tc_k16_mma_markers, as_gemm_tc_k16_ldmatrix_markers},
-                  {"as_gemm_tc_r2", as_gemm_tc_r2_mma_markers, as_gemm_tc_r2_ldmatrix_markers},
-                  {"as_bmm_tc", as_bmm_tc_mma_markers, as_bmm_tc_ldmatrix_markers},
-                  {"as_conv2d_tc", as_conv2d_tc_mma_markers, as_conv2d_tc_ldmatrix_markers}};
+    } builds[] = {
+        {"as_gemm_tc", as_gemm_tc_mma_markers, as_gemm_tc_ldmatrix_markers},
+        {"as_gemm_tc_k32", as_gemm_tc_k32_mma_markers, as_gemm_tc_k32_ldmatrix_markers},
+        {"as_gemm_tc_k16", as_gemm_tc_k16_mma_markers, as_gemm_tc_k16_ldmatrix_markers},
+        {"as_gemm_tc_r2", as_gemm_tc_r2_mma_markers, as_gemm_tc_r2_ldmatrix_markers},
+        {"as_gemm_tc_runtime_k", as_gemm_tc_runtime_k_mma_markers, as_gemm_tc_runtime_k_ldmatrix_markers},
+        {"as_gemm_tc_runtime_k_r2", as_gemm_tc_runtime_k_r2_mma_markers, as_gemm_tc_runtime_k_r2_ldmatrix_markers},
+        {"as_bmm_tc", as_bmm_tc_mma_markers, as_bmm_tc_ldmatrix_markers},
+        {"as_conv2d_tc", as_conv2d_tc_mma_markers, as_conv2d_tc_ldmatrix_markers},
+        {"as_conv2d_tc_runtime_k", as_conv2d_tc_runtime_k_mma_markers, as_conv2d_tc_runtime_k_ldmatrix_markers}};
     for (const auto &b : builds) {
         std::printf("%s: %d mma.sync markers, %d ldmatrix markers\n", b.name, b.mma, b.ldmatrix);
         EXPECT_GT(b.mma, 0) << b.name;

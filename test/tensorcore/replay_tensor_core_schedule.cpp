@@ -25,10 +25,13 @@
 
 #include "as_bmm_tc.schedule.h"
 #include "as_conv2d_tc.schedule.h"
+#include "as_conv2d_tc_runtime_k.schedule.h"
 #include "as_gemm_tc.schedule.h"
 #include "as_gemm_tc_k16.schedule.h"
 #include "as_gemm_tc_k32.schedule.h"
 #include "as_gemm_tc_r2.schedule.h"
+#include "as_gemm_tc_runtime_k.schedule.h"
+#include "as_gemm_tc_runtime_k_r2.schedule.h"
 #include "codegen/TensorCoreMarkers.h"
 
 #include <cstdio>
@@ -63,8 +66,11 @@ const std::map<std::string, void (*)(Pipeline, Target)> schedules{
     {"as_gemm_tc_k32", apply_schedule_as_gemm_tc_k32},
     {"as_gemm_tc_k16", apply_schedule_as_gemm_tc_k16},
     {"as_gemm_tc_r2", apply_schedule_as_gemm_tc_r2},
+    {"as_gemm_tc_runtime_k", apply_schedule_as_gemm_tc_runtime_k},
+    {"as_gemm_tc_runtime_k_r2", apply_schedule_as_gemm_tc_runtime_k_r2},
     {"as_bmm_tc", apply_schedule_as_bmm_tc},
     {"as_conv2d_tc", apply_schedule_as_conv2d_tc},
+    {"as_conv2d_tc_runtime_k", apply_schedule_as_conv2d_tc_runtime_k},
 };
 
 /** The plain generators' inputs, in their order. */
