@@ -15,8 +15,10 @@
  *
  * Assumes: the Stmt at the end of the pass. Guarantees: only casts inside CUDA kernels (their
  * gpu_block loops) that have bf16 as source or destination change; a bf16 becomes the upper
- * half of an fp32 exactly, an fp32 rounds to the nearest bf16 (ties to even), as on Halide's
- * other targets.
+ * half of an fp32 exactly, an fp32 rounds to the nearest bf16 (ties to even) as Halide's
+ * bfloat16_t does, and a NaN stays a NaN (Halide's emulation for other targets rounds some
+ * NaNs into infinities or zero; the generators' own conversion, ContractionSchedule.h, keeps
+ * them on every target).
  */
 
 #include "Halide.h"

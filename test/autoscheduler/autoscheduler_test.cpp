@@ -989,6 +989,8 @@ const TensorCoreCase tensor_core_cases[] = {
     {"gemm_bf16", [] { return gemm16(BFloat(16), 1024, 512, 512); }, mma_bf16},
     // An fp16 output with a fused bias and ReLU: converted from the accumulators where out stores.
     {"gemm_f16_bias_relu", [] { return gemm16_bias_relu(Float(16), 1024, 1024, 1024); }, mma_f16},
+    // A bf16 output: the cast from fp32 is the pass's integer rounding (codegen/BFloat16Casts.h).
+    {"gemm_bf16_bias_relu", [] { return gemm16_bias_relu(BFloat(16), 1024, 1024, 1024); }, mma_bf16},
     {"bmm_f16", [] { return bmm16(Float(16), 8, 256, 256, 256); }, mma_f16},
     {"conv2d_f16", [] { return conv2d16(Float(16), 2, 16, 32, 64, 64); }, mma_f16},
     // The CUDA benchmark's two convolutions (apps/bench/CMakeLists.txt builds each in both types).
