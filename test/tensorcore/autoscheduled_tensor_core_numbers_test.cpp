@@ -43,6 +43,17 @@ std::vector<MatMulShape> gemm_shapes(int k) {
             {0, 17, 9, k},  {0, 1, 1, k},    {0, 33, 130, k}};
 }
 
+/** gemm_shapes(estimate) and, for a build whose K is a runtime size, two shapes (one of each
+ * kernel: whole tiles with shifted edges, and less than a block) at each of `other_ks`. */
+std::vector<MatMulShape> runtime_k_shapes(int estimate, const std::vector<int> &other_ks) {
+    std::vector<MatMulShape> shapes = gemm_shapes(estimate);
+    for (int k : other_ks) {
+        shapes.push_back({0, 100, 72, k});
+        shapes.push_back({0, 17, 9, k});
+    }
+    return shapes;
+}
+
 // K 64; f16.
 TEST(AutoscheduledTensorCoreNumbers, GemmF16) {
     check_matmul(as_gemm_tc_pocl, f16, gemm_shapes(64));
@@ -64,22 +75,12 @@ TEST(AutoscheduledTensorCoreNumbers, GemmF16RegisterStages) {
 // K a runtime size (estimated 64): tensor cores where K is the estimate, the same tiles and
 // chunks on the threads' own multiply-adds, the last chunk guarded, at any other K.
 TEST(AutoscheduledTensorCoreNumbers, GemmF16RuntimeK) {
-    std::vector<MatMulShape> shapes = gemm_shapes(64);
-    for (int k : {1, 16, 48, 72, 130}) {
-        shapes.push_back({0, 100, 72, k});
-        shapes.push_back({0, 17, 9, k});
-    }
-    check_matmul(as_gemm_tc_runtime_k_pocl, f16, shapes);
+    check_matmul(as_gemm_tc_runtime_k_pocl, f16, runtime_k_shapes(64, {1, 16, 48, 72, 130}));
 }
 // The same with register stages (the estimate 128, bf16, the H200's opt-in limits: 16x16x32
 // w16x16 S4 R2) in the branch of the estimated K.
 TEST(AutoscheduledTensorCoreNumbers, GemmBF16RuntimeKRegisterStages) {
-    std::vector<MatMulShape> shapes = gemm_shapes(128);
-    for (int k : {8, 32, 96, 100, 160}) {
-        shapes.push_back({0, 100, 72, k});
-        shapes.push_back({0, 17, 9, k});
-    }
-    check_matmul(as_gemm_tc_runtime_k_r2_pocl, bf16, shapes);
+    check_matmul(as_gemm_tc_runtime_k_r2_pocl, bf16, runtime_k_shapes(128, {8, 32, 96, 100, 160}));
 }
 TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
     // The estimate; N not whole vectors; the last M block shifted; both edges shifted.
