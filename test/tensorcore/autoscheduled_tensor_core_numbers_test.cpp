@@ -9,6 +9,7 @@
 #include "TensorCoreNumbers.h"
 
 #include "as_bmm_tc_pocl.h"
+#include "as_bmm_tc_runtime_k_pocl.h"
 #include "as_conv2d_tc_pocl.h"
 #include "as_conv2d_tc_runtime_k_pocl.h"
 #include "as_gemm_tc_k16_pocl.h"
@@ -19,6 +20,7 @@
 #include "as_gemm_tc_runtime_k_r2_pocl.h"
 
 #include "as_bmm_tc_pocl_markers.h"
+#include "as_bmm_tc_runtime_k_pocl_markers.h"
 #include "as_conv2d_tc_pocl_markers.h"
 #include "as_conv2d_tc_runtime_k_pocl_markers.h"
 #include "as_gemm_tc_k16_pocl_markers.h"
@@ -86,6 +88,11 @@ TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
     // The estimate; N not whole vectors; the last M block shifted; both edges shifted.
     check_matmul(as_bmm_tc_pocl, bf16, {{2, 64, 64, 64}, {3, 45, 19, 64}, {1, 17, 80, 64}, {2, 40, 40, 64}});
 }
+// Its reduction's extent a runtime size (estimated 64), f16.
+TEST(AutoscheduledTensorCoreNumbers, BmmF16RuntimeK) {
+    check_matmul(as_bmm_tc_runtime_k_pocl, f16,
+                 {{2, 64, 64, 64}, {3, 45, 19, 64}, {2, 64, 64, 40}, {3, 45, 19, 100}, {1, 17, 80, 8}});
+}
 // 3 x 3 filters over the build's 32 channels, no padding: inputs of (output + 2) pixels; the
 // estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails; and outputs whose
 // pixels the M tile does not divide but covers, or channels (whole vectors) the N tile does not
@@ -119,7 +126,7 @@ TEST(AutoscheduledTensorCoreNumbers, Conv2dBF16RuntimeChannels) {
 
 // The kernels above are the plugin's tensor-core kernels, not a fallback: the pass made mma.sync
 // and ldmatrix markers of every schedule (counted by the replay before the emulation), and the
-// build at K 128 for the H200 keeps its fragments in register slots (its register stages).
+// builds at K 128 for the H200 keep their fragments in register slots (their register stages).
 TEST(AutoscheduledTensorCoreNumbers, SchedulesUseTensorCores) {
     const struct {
         const char *name;
@@ -132,6 +139,7 @@ TEST(AutoscheduledTensorCoreNumbers, SchedulesUseTensorCores) {
         {"as_gemm_tc_runtime_k", as_gemm_tc_runtime_k_mma_markers, as_gemm_tc_runtime_k_ldmatrix_markers},
         {"as_gemm_tc_runtime_k_r2", as_gemm_tc_runtime_k_r2_mma_markers, as_gemm_tc_runtime_k_r2_ldmatrix_markers},
         {"as_bmm_tc", as_bmm_tc_mma_markers, as_bmm_tc_ldmatrix_markers},
+        {"as_bmm_tc_runtime_k", as_bmm_tc_runtime_k_mma_markers, as_bmm_tc_runtime_k_ldmatrix_markers},
         {"as_conv2d_tc", as_conv2d_tc_mma_markers, as_conv2d_tc_ldmatrix_markers},
         {"as_conv2d_tc_runtime_k", as_conv2d_tc_runtime_k_mma_markers, as_conv2d_tc_runtime_k_ldmatrix_markers}};
     for (const auto &b : builds) {
@@ -141,6 +149,8 @@ TEST(AutoscheduledTensorCoreNumbers, SchedulesUseTensorCores) {
     }
     std::printf("as_gemm_tc_r2: %d ldmatrix results kept in register slots\n", as_gemm_tc_r2_ldmatrix_into_registers);
     EXPECT_GT(as_gemm_tc_r2_ldmatrix_into_registers, 0) << "the register-stage build lost its register stages";
+    EXPECT_GT(as_gemm_tc_runtime_k_r2_ldmatrix_into_registers, 0)
+        << "the runtime-K register-stage build lost its register stages";
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "directive/TestHooks.h"
 
 #include "as_bmm_tc.schedule.h"
+#include "as_bmm_tc_runtime_k.schedule.h"
 #include "as_conv2d_tc.schedule.h"
 #include "as_conv2d_tc_runtime_k.schedule.h"
 #include "as_gemm_tc.schedule.h"
@@ -69,6 +70,7 @@ const std::map<std::string, void (*)(Pipeline, Target)> schedules{
     {"as_gemm_tc_runtime_k", apply_schedule_as_gemm_tc_runtime_k},
     {"as_gemm_tc_runtime_k_r2", apply_schedule_as_gemm_tc_runtime_k_r2},
     {"as_bmm_tc", apply_schedule_as_bmm_tc},
+    {"as_bmm_tc_runtime_k", apply_schedule_as_bmm_tc_runtime_k},
     {"as_conv2d_tc", apply_schedule_as_conv2d_tc},
     {"as_conv2d_tc_runtime_k", apply_schedule_as_conv2d_tc_runtime_k},
 };
