@@ -512,8 +512,10 @@ Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction 
     const Dim x{c.dims[c.n_dim()].reduction_var};
     const Dim y = m_loop_of({f, -1}, {c.dims[md[0]].reduction_var}, acc_rows);
     schedule.tensor_core_tile({f, -1}, x, y, s.tm, s.tn);
-    // The update: K in chunks of KT (a constant KT divides: tensor_cores_apply()), whose k loop
-    // the pass replaces by mma.sync steps, inside the threads; the chunk loop outside them.
+    // The update: K in chunks of KT, whose k loop the pass replaces by mma.sync steps, inside
+    // the threads; the chunk loop outside them. Where KT divides K (a constant) or its estimate
+    // (a runtime size: the branch specialized on it, chunk_reduction); the generic branch of a
+    // runtime K, its last chunk guarded, keeps the same loops on the threads' multiply-adds.
     auto update_on_warps = [&](const StageRef &update) {
         Chain chunks = schedule.stage(update);
         split_into_chunks(chunks, c, s.kt);

@@ -2,9 +2,9 @@
 #define ALCOP_BFLOAT16_CASTS_H
 
 /** \file
- * Lowers the casts to and from bf16 inside CUDA kernels to integer arithmetic, with Halide's
- * own bit-exact conversions (Halide::Internal::lower_float16_cast, what it does for targets
- * without bf16).
+ * Lowers the casts to and from bf16 inside CUDA kernels to integer arithmetic: from bf16 with
+ * Halide's own conversion (Halide::Internal::lower_float16_cast, what it does for targets
+ * without bf16), to bf16 by rounding that keeps NaNs.
  *
  * Halide 14's PTX backend takes bf16 for a type LLVM 14's NVPTX can convert: a bf16 loaded
  * and cast to fp32 becomes `fpext i16`, which ptxas rejects as a 16-bit load into an fp32

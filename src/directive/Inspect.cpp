@@ -243,8 +243,9 @@ std::string hazards_report(const Stmt &s) {
             (r.fixed ? with_fixed : hazard_check_extent(r.k.extent, 2) == r.k.extent ? whole : partial) += " " + extent;
         }
         os << "kernel " << kernel << ": hazards: " << hazards << " (block 0, buffers of extent";
-        if (!partial.empty())
+        if (!partial.empty()) {
             os << partial << " in dimensions 0 and 1, " << other_dimensions_extent << " in the others";
+        }
         if (!whole.empty()) os << (partial.empty() ? "" : ", and") << whole << " in every dimension";
         if (!with_fixed.empty()) os << (partial.empty() && whole.empty() ? "" : "; and") << with_fixed << fixed_text;
         os << (truncated ? "; loops of more than 12 trips run 12" : "") << ")\n";

@@ -98,11 +98,12 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // tiles shrunk to one thread's window (the rewrite's register slots included), whose sizes
     // each kernel's register estimate is checked on (plan/ResourceLimits.h), then the launch
     // bounds marked on the kernels they ask for, and the CUDA kernels' casts to and from bf16
-    // lowered to integer arithmetic (codegen/BFloat16Casts.h). The operands' tiles are swizzled right after
-    // the rewrite that builds the ldmatrix rows (it measures the tiles' strides on unswizzled
-    // indices), writers and readers by one pass through one map (rewrite/SwizzleOperands.h);
-    // last, the steady states the pipeline rewrite marked are expanded by their slots
-    // (rewrite/ExpandSlots.h), which folds the slot terms the passes before it add and read.
+    // lowered to integer arithmetic (codegen/BFloat16Casts.h). The operands' tiles are
+    // swizzled right after the rewrite that builds the ldmatrix rows (it measures the tiles'
+    // strides on unswizzled indices), writers and readers by one pass through one map
+    // (rewrite/SwizzleOperands.h); last, the steady states the pipeline rewrite marked are
+    // expanded by their slots (rewrite/ExpandSlots.h), which folds the slot terms the passes
+    // before it add and read.
     // (With the test hook that emulates the markers, any GPU target.)
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
