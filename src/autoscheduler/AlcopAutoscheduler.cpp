@@ -40,7 +40,7 @@ bool tensor_cores_apply(const Contraction &c, const Target &target, const model:
     } else if (!is_const(r0.extent) && !r0.extent_is_size()) {
         std::ostringstream e;
         e << r0.extent;
-        *why = "the extent of " + r0.name + " (" + e.str() + ") is neither a constant nor a Param or buffer size, " +
+        *why = "the extent of " + r0.name + ", " + e.str() + ", is neither a constant nor a Param or buffer size, " +
                "so no branch of it runs whole 16-wide mma.sync k steps";
     } else if (r0.extent_estimate % model::kMmaK != 0) {
         *why = "the " + std::string(is_const(r0.extent) ? "extent" : "estimated extent") + " of " + r0.name + " (" +

@@ -1454,6 +1454,28 @@ TEST(TensorCoreFallback, AKTheInstructionCannotStepGetsTheSimtSchedule) {
     }
 }
 
+// K an expression of a size (A's width less one, as a user who drops a bias column writes):
+// no specialization makes it a constant, so no branch gets whole chunks.
+TEST(TensorCoreFallback, AKThatIsAnExpressionOfASizeGetsTheSimtSchedule) {
+    ImageParam A(Float(16), 2, "A"), B(Float(16), 2, "B");
+    Var x("x"), y("y");
+    RDom r(0, A.dim(0).extent() - 1, "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += f32(A(r, y)) * f32(B(x, r));
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, 513}, {0, 512}});
+    B.set_estimates({{0, 512}, {0, 512}});
+    out.set_estimates({{0, 512}, {0, 512}});
+    Built b{Pipeline(out), {A, B}};
+    Scheduled s = autoschedule(b, "Alcop", Target("host-cuda-cuda_capability_80"));
+    EXPECT_NE(s.log.find("the extent of r$x, (A.extent.0 - 1), is neither a constant nor a Param or buffer size, "
+                         "so no branch of it runs whole 16-wide mma.sync k steps"),
+              std::string::npos)
+        << s.log;
+    EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
+}
+
 // K a runtime size (A's width), as a generator's buffers have it: mma.sync where K is the
 // estimate (a specialization, in whole 16-wide k steps), the same warp tiles on the threads'
 // own multiply-adds at any other K. Both in the kernel of whole tiles and in the one of edge
