@@ -356,9 +356,6 @@ struct Case {
     bool auto_schedule;
     bool tensor_cores;
     Figures figures;
-    /** Run the hazard check too (the benchmark's list leaves it to the kernel families above and
-     * test/tensorcore: its plugin builds are specialized on sizes the check does not run). */
-    bool hazards = true;
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -370,7 +367,7 @@ class KernelsUsersGet : public ::testing::TestWithParam<Case> {};
 TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     const Case c = GetParam();
     const Figures &f = c.figures;
-    const Kernels k = build(c.generator, c.params, c.auto_schedule, c.hazards);
+    const Kernels k = build(c.generator, c.params, c.auto_schedule, /*hazards=*/true);
     ASSERT_FALSE(k.ptx.empty());
     const std::vector<MainLoopReport> loops = alcop::main_loops(k.ptx);
     ASSERT_FALSE(loops.empty());
@@ -409,7 +406,6 @@ TEST_P(KernelsUsersGet, MainLoopWithinItsCeilingAndConflictFree) {
     // No read-after-write or write-after-read hazard on shared memory (analysis/PipelineHazards.h),
     // every kernel run at one size at least (a specialization's branches at the sizes that
     // select them).
-    if (!c.hazards) return;
     ASSERT_FALSE(k.hazards.empty()) << "no kernel after the pass";
     std::set<std::string> run;
     for (const alcop::KernelHazards &h : k.hazards) {
@@ -574,8 +570,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Every kernel of ours that the CUDA benchmark runs (apps/bench: alcop_write_variants lists the
 // variants alcop_bench_cuda links, with their generators and parameters), rebuilt here from
-// that list, each held to its own figures below. A kernel added to the benchmark without figures
-// fails BenchmarkKernels.EachHasItsFigures with what it measures.
+// that list, each held to its own figures below and checked for hazards (the plugin's builds
+// with the sizes their specializations fix too). A kernel added to the benchmark without
+// figures fails BenchmarkKernels.EachHasItsFigures with what it measures.
 const std::string plugin_conv_conflicts =
     "the plugin reads a convolution's fp32 tiles straight from shared memory (register fragments "
     "only for one M dimension: uses_fragments, src/autoscheduler/ContractionSchedule.cpp): A's rows of "
@@ -649,7 +646,6 @@ std::vector<Case> benchmark_cases() {
         if (fields[3] == "Li2018" || fields[1].rfind("testing_", 0) == 0) continue;
         Case c{fields[0], fields[1], kernel_source::with_params({}, fields[2]), fields[3] == "Alcop", false, {-1, 0, 0}};
         c.tensor_cores = operands_of(c) != alcop_generators::Operands::F32;
-        c.hazards = false;
         if (auto f = benchmark_figures().find(c.name); f != benchmark_figures().end()) c.figures = f->second;
         cases.push_back(c);
     }
