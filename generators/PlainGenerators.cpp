@@ -116,7 +116,8 @@ public:
     GeneratorParam<bool> runtime_k{"runtime_k", false};
     // Tuning: the autoscheduler's candidate to apply (0: the model's choice).
     GeneratorParam<int> candidate{"candidate", 0, 0, 1000};
-    // The operands' type: f32, or f16 / bf16 (fp32 accumulation; K then constant).
+    // The operands' type: f32, or f16 / bf16 (fp32 accumulation; K then constant, but with
+    // runtime_k).
     GeneratorParam<std::string> type{"type", "f32"};
     // The GPU the autoscheduler models ("": the target's; see alcop/Autoscheduler.h).
     GeneratorParam<std::string> gpu{"gpu", ""};
