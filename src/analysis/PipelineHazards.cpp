@@ -738,6 +738,21 @@ std::map<std::string, int64_t> specialized_sizes(const Stmt &s) {
     return conditions.sizes;
 }
 
+std::vector<KernelHazards> find_pipeline_hazards_at(const Stmt &s, const std::vector<int64_t> &extents) {
+    const std::map<std::string, int64_t> fixed = specialized_sizes(s);
+    std::vector<KernelHazards> runs;
+    for (const bool specialized : {false, true}) {
+        if (specialized && fixed.empty()) continue;
+        for (int64_t extent : extents) {
+            for (KernelHazards &k : find_pipeline_hazards(s, extent, specialized ? fixed : decltype(fixed){})) {
+                k.specialized = specialized;
+                runs.push_back(std::move(k));
+            }
+        }
+    }
+    return runs;
+}
+
 int64_t hazard_check_extent(int64_t extent, int dim) {
     return dim < 2 || extent % whole_tile_extent == 0 ? extent : other_dimensions_extent;
 }

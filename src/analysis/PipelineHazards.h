@@ -63,6 +63,8 @@ struct KernelHazards {
     std::string reason;
     int64_t threads = 0, reads = 0, writes = 0;
     int truncated_loops = 0;  ///< serial loops cut to their first 12 trips
+    /** Run with the sizes the specializations fix (find_pipeline_hazards_at). */
+    bool specialized = false;
     /** Distinct hazards: one per kind, Func and pair of places (read_at, write_at). */
     std::vector<PipelineHazard> hazards;
 };
@@ -77,6 +79,12 @@ std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s
  * Alcop autoscheduler's branch of a runtime K on tensor cores), with the first such constant.
  * Runs given them as `values` reach the kernels those branches launch. */
 std::map<std::string, int64_t> specialized_sizes(const Halide::Internal::Stmt &s);
+
+/** find_pipeline_hazards at each of `extents`, and again with specialized_sizes(s) where there
+ * are any (those runs marked `specialized`): so every kernel a specialization launches runs at
+ * one size at least. */
+std::vector<KernelHazards> find_pipeline_hazards_at(const Halide::Internal::Stmt &s,
+                                                    const std::vector<int64_t> &extents);
 
 /** A multiple of every tile up to 128: at a multiple of it every kernel's tiles are whole. */
 constexpr int64_t whole_tile_extent = 128;

@@ -294,17 +294,10 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     s.accept(&find);
     if (find.updates.empty()) return;  // not in this Stmt (e.g. another kernel's pipeline)
     // The guarded tails of a branch of K stay scalar (is_guarded_k_loop); the others must all
-    // take mma.sync, and one must.
-    std::vector<FindUpdates::Update> guarded;
-    for (auto u = find.updates.begin(); u != find.updates.end();) {
-        if (u->k_loop && is_guarded_k_loop(u->k_loop)) {
-            guarded.push_back(*u);
-            u = find.updates.erase(u);
-        } else {
-            ++u;
-        }
-    }
-    if (find.updates.empty()) find.updates = guarded;
+    // take mma.sync, and one must (where none is, all are checked, and fail below).
+    const auto guarded = std::stable_partition(find.updates.begin(), find.updates.end(),
+                                               [](const auto &u) { return !u.k_loop || !is_guarded_k_loop(u.k_loop); });
+    if (guarded != find.updates.begin()) find.updates.erase(guarded, find.updates.end());
     const std::vector<const For *> &threads = find.updates.front().threads;
     // Halide gives a kernel without gpu_threads one thread loop of extent 1 (which the check of
     // whole warps below rejects), and puts every Func of a kernel with threads inside them.

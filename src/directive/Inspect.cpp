@@ -209,22 +209,12 @@ namespace {
  * the sizes the pipeline's specializations fix (specialized_sizes: the branches they select
  * run only there), and the first few hazards found. */
 std::string hazards_report(const Stmt &s) {
-    struct Run {
-        KernelHazards k;
-        bool fixed;  ///< with the specialized sizes
-    };
-    const std::map<std::string, int64_t> fixed = specialized_sizes(s);
-    std::map<std::string, std::vector<Run>> by_kernel;
-    for (const bool with_fixed : {false, true}) {
-        if (with_fixed && fixed.empty()) continue;
-        for (int64_t extent : hazard_check_extents()) {
-            for (KernelHazards &k : find_pipeline_hazards(s, extent, with_fixed ? fixed : decltype(fixed){})) {
-                by_kernel[k.kernel].push_back({std::move(k), with_fixed});
-            }
-        }
+    std::map<std::string, std::vector<KernelHazards>> by_kernel;
+    for (KernelHazards &k : find_pipeline_hazards_at(s, hazard_check_extents())) {
+        by_kernel[k.kernel].push_back(std::move(k));
     }
     std::string fixed_text;
-    for (const auto &[name, value] : fixed) {
+    for (const auto &[name, value] : specialized_sizes(s)) {
         fixed_text += (fixed_text.empty() ? " with " : ", ") + name + " = " + std::to_string(value);
     }
     std::ostringstream os;
@@ -235,12 +225,15 @@ std::string hazards_report(const Stmt &s) {
         // The runs at extents the first two dimensions alone take, those every one takes, and
         // those with the specialized sizes.
         std::string partial, whole, with_fixed;
-        for (const Run &r : runs) {
-            hazards += r.k.hazards.size();
-            truncated = std::max(truncated, r.k.truncated_loops);
-            const std::string extent = std::to_string(r.k.extent);
-            if (!r.k.checked) unchecked.push_back("extent " + extent + (r.fixed ? fixed_text : "") + ": " + r.k.reason);
-            (r.fixed ? with_fixed : hazard_check_extent(r.k.extent, 2) == r.k.extent ? whole : partial) += " " + extent;
+        for (const KernelHazards &k : runs) {
+            hazards += k.hazards.size();
+            truncated = std::max(truncated, k.truncated_loops);
+            const std::string extent = std::to_string(k.extent);
+            if (!k.checked)
+                unchecked.push_back("extent " + extent + (k.specialized ? fixed_text : "") + ": " + k.reason);
+            (k.specialized                                ? with_fixed :
+             hazard_check_extent(k.extent, 2) == k.extent ? whole :
+                                                            partial) += " " + extent;
         }
         os << "kernel " << kernel << ": hazards: " << hazards << " (block 0, buffers of extent";
         if (!partial.empty()) {
@@ -253,10 +246,10 @@ std::string hazards_report(const Stmt &s) {
             os << "  not checked at " << u << "\n";
         }
         int listed = 0;
-        for (const Run &r : runs) {
-            for (const PipelineHazard &h : r.k.hazards) {
+        for (const KernelHazards &k : runs) {
+            for (const PipelineHazard &h : k.hazards) {
                 if (listed++ < 4) {
-                    os << "  extent " << r.k.extent << (r.fixed ? fixed_text : "") << ": " << h.to_string() << "\n";
+                    os << "  extent " << k.extent << (k.specialized ? fixed_text : "") << ": " << h.to_string() << "\n";
                 }
             }
         }

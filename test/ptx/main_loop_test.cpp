@@ -288,7 +288,7 @@ const Target sm80("host-cuda-cuda_capability_80");
 struct Kernels {
     std::string ptx;
     std::vector<alcop::KernelBankConflicts> banks;
-    std::vector<alcop::KernelHazards> hazards;  ///< at each of alcop::hazard_check_extents()
+    std::vector<alcop::KernelHazards> hazards;  ///< alcop::find_pipeline_hazards_at's runs
 };
 
 /** A registered generator built for sm_80 in-process: its PTX and its kernels' shared accesses
@@ -319,16 +319,7 @@ Kernels build(const std::string &generator, Internal::GeneratorParamsMap params,
         // that is a runtime size), which select their branches.
         std::vector<int64_t> extents = alcop::hazard_check_extents();
         if (auto_schedule) extents = {100, 2048};
-        const std::map<std::string, int64_t> fixed = alcop::specialized_sizes(after);
-        for (const bool with_fixed : {false, true}) {
-            if (with_fixed && fixed.empty()) continue;
-            for (int64_t extent : extents) {
-                for (alcop::KernelHazards &h :
-                     alcop::find_pipeline_hazards(after, extent, with_fixed ? fixed : decltype(fixed){})) {
-                    k.hazards.push_back(std::move(h));
-                }
-            }
-        }
+        k.hazards = alcop::find_pipeline_hazards_at(after, extents);
     }
     return k;
 }
