@@ -29,8 +29,8 @@
 // the autoscheduler gives mma.sync on CUDA sm_80+ (and its SIMT schedule, with a warning,
 // elsewhere). With a 16-bit type, K (as_gemm, as_bmm) and CI (as_conv2d) are fixed to their
 // estimates, the kernels the benchmarks measure; `runtime_k=true` leaves them runtime sizes, as
-// with f32, and the autoscheduler then gives mma.sync the branch where the size is the estimate
-// (AlcopAutoscheduler.h). as_bmm's 16-bit reduction is a Func of its own, prod(x, y, b) (an
+// with f32, and the autoscheduler then gives mma.sync the branch where its k tile divides the
+// size (as_conv2d: where CI is the estimate; AlcopAutoscheduler.h). as_bmm's 16-bit reduction is a Func of its own, prod(x, y, b) (an
 // inline sum() would put y first among its arguments).
 //
 // as_gemm, as_bmm and as_conv2d take `auto_pipeline=true`: schedule() then calls

@@ -109,7 +109,7 @@ public:
 };
 
 // The same in fp16 with fp32 accumulation, its sizes all runtime ones: for CUDA sm_80 the
-// autoscheduler puts it on tensor cores where K is the estimate. The operands promise what
+// autoscheduler puts it on tensor cores wherever its k tile divides K. The operands promise what
 // 16-byte cp.async copies need (the plugin's warning says what, where they do not).
 class PlainGemmF16 : public Generator<PlainGemmF16> {
 public:

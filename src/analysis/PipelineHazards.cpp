@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -712,9 +713,9 @@ std::vector<KernelHazards> find_pipeline_hazards(const Stmt &s, int64_t extent,
     return kernels.result;
 }
 
-std::map<std::string, int64_t> specialized_sizes(const Stmt &s) {
+SpecializedSizes specialized_sizes(const Stmt &s) {
     struct Conditions : IRVisitor {
-        std::map<std::string, int64_t> sizes;
+        SpecializedSizes sizes;
         using IRVisitor::visit;
         void visit(const For *op) override {
             if (op->for_type != ForType::GPUBlock) IRVisitor::visit(op);  // a kernel's ifs fix no size
@@ -724,13 +725,19 @@ std::map<std::string, int64_t> specialized_sizes(const Stmt &s) {
             IRVisitor::visit(op);
         }
         void learn(const Expr &c) {
+            const EQ *eq = c.as<EQ>();
+            const int64_t *value = eq ? as_const_int(eq->b) : nullptr;
             if (const And *a = c.as<And>()) {
                 learn(a->a);
                 learn(a->b);
-            } else if (const EQ *eq = c.as<EQ>()) {
-                const Variable *v = eq->a.as<Variable>();
-                const int64_t *value = as_const_int(eq->b);
-                if (v && value) sizes.emplace(v->name, *value);
+            } else if (const Variable *v = eq && value ? eq->a.as<Variable>() : nullptr) {
+                sizes.values.emplace(v->name, *value);
+            } else if (const Mod *mod = eq && value && *value == 0 ? eq->a.as<Mod>() : nullptr) {
+                const Variable *v = mod->a.as<Variable>();
+                const int64_t *divisor = as_const_int(mod->b);
+                if (!v || !divisor || *divisor < 1) return;
+                int64_t &m = sizes.multiples[v->name];
+                m = m ? std::lcm(m, *divisor) : *divisor;
             }
         }
     } conditions;
@@ -738,13 +745,42 @@ std::map<std::string, int64_t> specialized_sizes(const Stmt &s) {
     return conditions.sizes;
 }
 
+std::map<std::string, int64_t> SpecializedSizes::at(int64_t extent) const {
+    std::map<std::string, int64_t> at_extent = values;
+    for (const auto &[name, multiple] : multiples) {
+        int64_t size = extent;
+        const size_t field = name.rfind(".extent.");
+        if (field != std::string::npos) {
+            const std::string dim = name.substr(field + 8);
+            if (!dim.empty() && dim.find_first_not_of("0123456789") == std::string::npos) {
+                size = hazard_check_extent(extent, std::stoi(dim));
+            }
+        }
+        at_extent.emplace(name, (size + multiple - 1) / multiple * multiple);
+    }
+    return at_extent;
+}
+
+std::string SpecializedSizes::to_string() const {
+    std::string text;
+    for (const auto &[name, value] : values) {
+        text += (text.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+    }
+    for (const auto &[name, multiple] : multiples) {
+        if (values.count(name)) continue;
+        text += (text.empty() ? "" : ", ") + name + " rounded up to a multiple of " + std::to_string(multiple);
+    }
+    return text;
+}
+
 std::vector<KernelHazards> find_pipeline_hazards_at(const Stmt &s, const std::vector<int64_t> &extents) {
-    const std::map<std::string, int64_t> fixed = specialized_sizes(s);
+    const SpecializedSizes fixed = specialized_sizes(s);
     std::vector<KernelHazards> runs;
     for (const bool specialized : {false, true}) {
         if (specialized && fixed.empty()) continue;
         for (int64_t extent : extents) {
-            for (KernelHazards &k : find_pipeline_hazards(s, extent, specialized ? fixed : decltype(fixed){})) {
+            for (KernelHazards &k :
+                 find_pipeline_hazards(s, extent, specialized ? fixed.at(extent) : std::map<std::string, int64_t>{})) {
                 k.specialized = specialized;
                 runs.push_back(std::move(k));
             }

@@ -63,7 +63,7 @@ struct KernelHazards {
     std::string reason;
     int64_t threads = 0, reads = 0, writes = 0;
     int truncated_loops = 0;  ///< serial loops cut to their first 12 trips
-    /** Run with the sizes the specializations fix (find_pipeline_hazards_at). */
+    /** Run with the sizes the specializations fix or round up (find_pipeline_hazards_at). */
     bool specialized = false;
     /** Distinct hazards: one per kind, Func and pair of places (read_at, write_at). */
     std::vector<PipelineHazard> hazards;
@@ -74,15 +74,30 @@ struct KernelHazards {
 std::vector<KernelHazards> find_pipeline_hazards(const Halide::Internal::Stmt &s, int64_t extent,
                                                  const std::map<std::string, int64_t> &values = {});
 
-/** The sizes the pipeline's specializations fix outside its kernels: each variable that an
- * if's condition there compares for equality with a constant (`A.extent.0 == 2048`, the
- * Alcop autoscheduler's branch of a runtime K on tensor cores), with the first such constant.
- * Runs given them as `values` reach the kernels those branches launch. */
-std::map<std::string, int64_t> specialized_sizes(const Halide::Internal::Stmt &s);
+/** What the pipeline's specializations say of its sizes outside its kernels, in the
+ * conjuncts of an if's condition there: a variable equal to a constant (`A.extent.0 == 2048`;
+ * the first constant) or a multiple of one (`A.extent.0 % 32 == 0`, the Alcop autoscheduler's
+ * branch of a runtime K on tensor cores; the least common multiple). */
+struct SpecializedSizes {
+    std::map<std::string, int64_t> values;
+    std::map<std::string, int64_t> multiples;
 
-/** find_pipeline_hazards at each of `extents`, and again with specialized_sizes(s) where there
- * are any (those runs marked `specialized`): so every kernel a specialization launches runs at
- * one size at least. */
+    bool empty() const {
+        return values.empty() && multiples.empty();
+    }
+    /** The `values` of a run at `extent` that reaches the kernels those branches launch: the
+     * constants, and each multiple's size at that extent (hazard_check_extent for a buffer's
+     * `.extent.<d>`, else `extent`) rounded up to a multiple. */
+    std::map<std::string, int64_t> at(int64_t extent) const;
+    /** "A.extent.0 = 2048, out.extent.0 rounded up to a multiple of 8". */
+    std::string to_string() const;
+};
+
+SpecializedSizes specialized_sizes(const Halide::Internal::Stmt &s);
+
+/** find_pipeline_hazards at each of `extents`, and again with specialized_sizes(s).at(extent)
+ * where there are any (those runs marked `specialized`): so every kernel a specialization
+ * launches runs at one size at least. */
 std::vector<KernelHazards> find_pipeline_hazards_at(const Halide::Internal::Stmt &s,
                                                     const std::vector<int64_t> &extents);
 

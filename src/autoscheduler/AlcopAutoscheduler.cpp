@@ -130,10 +130,10 @@ std::string summary(const Contraction &c, const Result &r, const model::SearchOp
 }
 
 /** Where a tensor-core schedule over a runtime K runs mma.sync. */
-std::string runtime_k_tensor_cores(const Contraction &c) {
-    return "mma.sync where " + c.rvars[0].name + "'s extent is the estimated " +
-           std::to_string(c.rvars[0].extent_estimate) + " (its chunks whole 16-wide k steps); at any other " +
-           "extent the same warp tiles on the threads' own fp32 multiply-adds";
+std::string runtime_k_tensor_cores(const Contraction &c, const Chunking &k) {
+    return "mma.sync where " + c.rvars[0].name + "'s extent " + k.exact_where +
+           " (its chunks whole 16-wide k steps); at any other extent the same warp tiles on the threads' own fp32 " +
+           "multiply-adds";
 }
 
 /** The comment lines that head the schedule source of a contraction. */
@@ -152,9 +152,8 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
     const Chunking &k = r.chunking;
     const std::string rk = c.rvars[0].name;
     if (k.exact && k.condition.defined()) {
-        os << "// " << rk << " runs in chunks of " << m.s.kt << ", exactly where its extent is the estimated "
-           << c.rvars[0].extent_estimate << ", and with the last chunk guarded (its tail read at clamped "
-           << "coordinates) at every other extent.\n";
+        os << "// " << rk << " runs in chunks of " << m.s.kt << ", whole where its extent " << k.exact_where
+           << ", and with the last chunk guarded (its tail read at clamped coordinates) at every other extent.\n";
     } else if (k.guarded) {
         os << "// " << rk << " runs in chunks of " << m.s.kt << " with the last chunk guarded (its tail read at "
            << "clamped coordinates) at every extent: " << k.why_guarded << ".\n";
@@ -162,7 +161,7 @@ std::string contraction_header(const Contraction &c, const Result &r, const Choi
     if (r.tensor_cores) {
         os << "// Tensor cores: mma.sync.m16n8k16 on " << model::to_string(c.problem.element)
            << " operands, fp32 accumulators; warp tile " << m.s.tm << "x" << m.s.tn << ".\n";
-        if (k.condition.defined()) os << "// " << runtime_k_tensor_cores(c) << ".\n";
+        if (k.condition.defined()) os << "// " << runtime_k_tensor_cores(c, k) << ".\n";
     }
     for (const std::string &w : warnings) os << "// Note: " << w << ".\n";
     return os.str();
@@ -278,7 +277,7 @@ Result autoschedule(const Pipeline &pipeline, const Target &target, const Option
     }
     r.chunking = r.tensor_cores ? schedule_tensor_core_contraction(schedule, *c, m, warnings) :
                                   schedule_contraction(schedule, *c, m, warnings);
-    if (r.tensor_cores && r.chunking.condition.defined()) said += "  " + runtime_k_tensor_cores(*c) + "\n";
+    if (r.tensor_cores && r.chunking.condition.defined()) said += "  " + runtime_k_tensor_cores(*c, r.chunking) + "\n";
 
     // --- What it did: the source, the warnings, the summary.
     r.schedule_source = schedule.source(header + contraction_header(*c, r, choice, warnings));

@@ -32,11 +32,14 @@
  * given their chunk's extents (bound_extent), and the copy of the tail reads past K, at clamped
  * coordinates, elements the guarded update never uses. The update has up to two branches:
  *  - exact: always when the RDom extent is a constant multiple of KT; when it is a Param or
- *    buffer size (a Variable) whose estimate KT divides, under
- *    `specialize(extent == estimate)`, where Halide substitutes the value;
+ *    buffer size (a Variable) whose estimate KT divides, under `specialize(extent % KT == 0)`,
+ *    where the pass proves every chunk whole (rewrite/WholeChunks.h: Halide's simplifier keeps
+ *    the guards), or for a convolution (its chunks fused with the filter taps: a runtime chunk
+ *    count costs divisions in every chunk) under `specialize(extent == estimate)`, where Halide
+ *    substitutes the value;
  *  - guarded (every other extent): the same chunks, the last one guarded. Halide's loop
- *    partitioning gives that chunk's step loop min(K - k, KT) trips, a loop the register-level
- *    pass cannot unroll, which is why register stages need K a constant KT divides.
+ *    partitioning gives that chunk's step loop min(K - k, KT) trips, a loop that neither
+ *    mma.sync nor the register-level pass takes, so there the threads multiply-add.
  * f's block tile over-computes at the output's edges (bound_extent), reading the operands past
  * the output's edges. So the copies are specialized too: where the split of K is exact and every
  * block's tile lies inside the output (a whole number of block tiles; for a pure output, at

@@ -38,6 +38,9 @@ struct Chunking {
      * `condition` holds when it is defined. */
     bool exact = false;
     Halide::Expr condition;
+    /** Where a runtime extent's split is exact, after "its extent ": "is a multiple of the k
+     * tile, 32" or "is the estimated 256". */
+    std::string exact_where;
     /** A branch (every size outside `condition`, or every size) runs the same chunks with the
      * update of the last one guarded and the tail of its tiles read at clamped coordinates;
      * why it is the only one, when it is. */

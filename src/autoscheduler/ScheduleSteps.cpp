@@ -106,6 +106,10 @@ std::string condition_text(const Condition &c, const Names &names) {
             term = "alcop::autoscheduler::rdom_extent(" + names.func(t.func) + ", " + std::to_string(t.dim) +
                    ") == " + std::to_string(t.value);
             break;
+        case Condition::Term::Kind::RDomExtentDivides:
+            term = "alcop::autoscheduler::rdom_extent(" + names.func(t.func) + ", " + std::to_string(t.dim) + ") % " +
+                   std::to_string(t.value) + " == 0";
+            break;
         case Condition::Term::Kind::OutputExtentDivides:
             term = names.func(t.func) + ".output_buffer().dim(" + std::to_string(t.dim) + ").extent() % " +
                    std::to_string(t.value) + " == 0";
@@ -560,6 +564,9 @@ Expr Schedule::expr(const Condition &c) const {
         switch (t.kind) {
         case Condition::Term::Kind::RDomExtentIs:
             term = rdom_extent(handle(t.func), t.dim) == (int)t.value;
+            break;
+        case Condition::Term::Kind::RDomExtentDivides:
+            term = rdom_extent(handle(t.func), t.dim) % (int)t.value == 0;
             break;
         case Condition::Term::Kind::OutputExtentDivides:
             term = handle(t.func).output_buffer().dim(t.dim).extent() % (int)t.value == 0;

@@ -58,6 +58,7 @@ struct Condition {
     struct Term {
         enum class Kind {
             RDomExtentIs,         ///< rdom_extent(func, dim) == value
+            RDomExtentDivides,    ///< rdom_extent(func, dim) % value == 0
             OutputExtentDivides,  ///< func.output_buffer().dim(dim).extent() % value == 0
             OutputExtentAtLeast   ///< func.output_buffer().dim(dim).extent() >= value
         };

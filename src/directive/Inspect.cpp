@@ -206,17 +206,15 @@ std::string inspect_sass(const std::string &listing) {
 namespace {
 
 /** "kernel K: hazards: N" per kernel, over the sizes of hazard_check_extents(), each also with
- * the sizes the pipeline's specializations fix (specialized_sizes: the branches they select
- * run only there), and the first few hazards found. */
+ * the sizes the pipeline's specializations fix or round up (specialized_sizes: the branches
+ * they select run only there), and the first few hazards found. */
 std::string hazards_report(const Stmt &s) {
     std::map<std::string, std::vector<KernelHazards>> by_kernel;
     for (KernelHazards &k : find_pipeline_hazards_at(s, hazard_check_extents())) {
         by_kernel[k.kernel].push_back(std::move(k));
     }
-    std::string fixed_text;
-    for (const auto &[name, value] : specialized_sizes(s)) {
-        fixed_text += (fixed_text.empty() ? " with " : ", ") + name + " = " + std::to_string(value);
-    }
+    const SpecializedSizes fixed = specialized_sizes(s);
+    const std::string fixed_text = fixed.empty() ? "" : " with " + fixed.to_string();
     std::ostringstream os;
     for (const auto &[kernel, runs] : by_kernel) {
         size_t hazards = 0;

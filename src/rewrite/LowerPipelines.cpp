@@ -13,6 +13,7 @@
 #include "rewrite/InjectPipelines.h"
 #include "rewrite/MmaInnerProduct.h"
 #include "rewrite/SwizzleOperands.h"
+#include "rewrite/WholeChunks.h"
 
 #include "Error.h"
 
@@ -89,10 +90,11 @@ automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
 
 }  // namespace
 
-Stmt LowerPipelines::mutate(const Stmt &s) {
-    // The passes, in order: the tensor-core analysis (on the Stmt as received), the input
-    // loads' alignment that Halide's simplifier lost (copy/GlobalAlignment.h, for the copies'
-    // cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it
+Stmt LowerPipelines::mutate(const Stmt &input) {
+    // The passes, in order: the chunks that a branch on a runtime K makes whole proven so
+    // (rewrite/WholeChunks.h; the tensor-core analysis takes constant step loops only), the
+    // tensor-core analysis, the input loads' alignment that Halide's simplifier lost
+    // (copy/GlobalAlignment.h, for the copies' cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it
     // reads the consumers' loads after the pipeline rewrite moved them into their slots, so
     // that each ldmatrix row is one address plus constants), then the per-thread register
     // tiles shrunk to one thread's window (the rewrite's register slots included), whose sizes
@@ -105,6 +107,7 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     // expanded by their slots (rewrite/ExpandSlots.h), which folds the slot terms the passes
     // before it add and read.
     // (With the test hook that emulates the markers, any GPU target.)
+    const Stmt s = prove_whole_chunks(input);
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
     const std::map<std::string, PipelineRequest> requests =
@@ -119,7 +122,7 @@ Stmt LowerPipelines::mutate(const Stmt &s) {
     result = mark_launch_bounds(result, blocks_per_sm);
     result = lower_bfloat16_casts(result);
     if (observer()) {
-        observer()(s, result, requests);
+        observer()(input, result, requests);
     }
     return result;
 }

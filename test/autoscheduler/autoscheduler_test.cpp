@@ -217,15 +217,18 @@ std::string ptxas(const std::string &ptx, const std::string &name, bool *ok) {
 struct Case {
     std::string name;
     Built (*make)();
-    std::string k_specialization;  ///< what the chunked branch is specialized on
+    std::string k_extent;  ///< the extent the chunked branch is specialized on
+    /** What it is specialized on: "% <k tile> == 0" (the chosen k tile) where empty; a
+     * convolution's chunks, fused with its filter taps, on its estimate. */
+    std::string k_condition;
 };
 
 const Case cases[] = {
-    {"gemm", [] { return gemm(1024, 1024, 1024); }, "alcop::autoscheduler::rdom_extent(prod, 0) == 1024"},
+    {"gemm", [] { return gemm(1024, 1024, 1024); }, "alcop::autoscheduler::rdom_extent(prod, 0)"},
     {"gemm_into_output", [] { return gemm_into_output(512, 512, 512); },
-     "alcop::autoscheduler::rdom_extent(out_intm, 0) == 512"},
-    {"bmm", [] { return bmm(8, 256, 256, 256); }, "alcop::autoscheduler::rdom_extent(sum, 0) == 256"},
-    {"conv2d", [] { return conv2d(2, 32, 32, 64, 64); }, "alcop::autoscheduler::rdom_extent(conv, 0) == 64"},
+     "alcop::autoscheduler::rdom_extent(out_intm, 0)"},
+    {"bmm", [] { return bmm(8, 256, 256, 256); }, "alcop::autoscheduler::rdom_extent(sum, 0)"},
+    {"conv2d", [] { return conv2d(2, 32, 32, 64, 64); }, "alcop::autoscheduler::rdom_extent(conv, 0)", "== 64"},
 };
 
 class Contraction : public ::testing::TestWithParam<Case> {};
@@ -244,7 +247,8 @@ TEST_P(Contraction, IsSearchedScheduledAndPipelined) {
     EXPECT_LT(ms, 1000.0) << "goal: <= 1 s for the search";
     std::cout << "[search] " << c.name << ": " << m[1] << " candidates in " << ms << " ms\n";
 
-    // The schedule: both staged tiles pipelined, the pass enabled, K chunked where it is the estimate.
+    // The schedule: both staged tiles pipelined, the pass enabled, K chunked where the k tile
+    // divides it.
     const std::vector<int> stages = pipeline_stages(s.source);
     ASSERT_EQ(stages.size(), 2u) << s.source;
     for (int st : stages) EXPECT_GT(st, 1) << s.source;
@@ -254,11 +258,15 @@ TEST_P(Contraction, IsSearchedScheduledAndPipelined) {
     // (The accumulator as the source names it: a pipeline built again in this process names
     // it out_65_intm where the first was out_intm.)
     std::smatch k;
-    ASSERT_TRUE(std::regex_search(s.source, k, std::regex(R"(\.update\(0\)\.specialize\((alcop::autoscheduler::rdom_extent\((\w+), 0\) == \d+)\))")))
+    ASSERT_TRUE(std::regex_search(
+        s.source, k,
+        std::regex(R"(\.update\(0\)\.specialize\((alcop::autoscheduler::rdom_extent\((\w+), 0\)) ([^)]+)\))")))
         << s.source;
     const std::string accumulator = std::regex_replace(k[2].str(), std::regex("_\\d+(?=_|$)"), "");
-    EXPECT_EQ(std::regex_replace(k[1].str(), std::regex(k[2].str()), accumulator), c.k_specialization) << s.source;
-    EXPECT_NE(s.source.find("// Chosen: "), std::string::npos);
+    EXPECT_EQ(std::regex_replace(k[1].str(), std::regex(k[2].str()), accumulator), c.k_extent) << s.source;
+    std::smatch chosen;
+    ASSERT_TRUE(std::regex_search(s.source, chosen, std::regex(R"(// Chosen: \d+x\d+x(\d+) )"))) << s.source;
+    EXPECT_EQ(k[3].str(), c.k_condition.empty() ? "% " + chosen[1].str() + " == 0" : c.k_condition) << s.source;
 
     // It lowers for OpenCL into pipelines without hazards (the ALCOP pass accepts every branch).
     expect_pipelined_without_hazards(c.make, s, Target("host-opencl"));
@@ -1476,32 +1484,36 @@ TEST(TensorCoreFallback, AKThatIsAnExpressionOfASizeGetsTheSimtSchedule) {
     EXPECT_EQ(s.source.find("tensor_cores"), std::string::npos);
 }
 
-// K a runtime size (A's width), as a generator's buffers have it: mma.sync where K is the
-// estimate (a specialization, in whole 16-wide k steps), the same warp tiles on the threads'
-// own multiply-adds at any other K. Both in the kernel of whole tiles and in the one of edge
-// blocks, whose PTX ptxas assembles: bf16 too, whose casts to fp32 on the threads' path are
-// integer arithmetic (codegen/BFloat16Casts.h; Halide 14's PTX for them is rejected).
-TEST(TensorCoreRuntimeK, MmaSyncWhereKIsTheEstimateTheThreadsFmaElsewhere) {
+// K a runtime size (A's width), as a generator's buffers have it: mma.sync wherever the k tile
+// divides K (a specialization, whose chunks the pass proves whole 16-wide k steps), the same
+// warp tiles on the threads' own multiply-adds at any other K. Both in the kernel of whole tiles
+// and in the one of edge blocks, whose PTX ptxas assembles: bf16 too, whose casts to fp32 on the
+// threads' path are integer arithmetic (codegen/BFloat16Casts.h; Halide 14's PTX for them is
+// rejected).
+TEST(TensorCoreRuntimeK, MmaSyncWhereTheKTileDividesKTheThreadsFmaElsewhere) {
     const Target t("host-cuda-cuda_capability_80");
     for (const Type type : {Float(16), BFloat(16)}) {
         SCOPED_TRACE(type);
         Built b = gemm16(type, 1000, 1024, 512, /*runtime_k=*/true);
         Scheduled s = autoschedule(b, "Alcop", t);
         EXPECT_EQ(s.log.find("get no tensor cores"), std::string::npos) << s.log;
-        EXPECT_NE(s.log.find("mma.sync where r$x's extent is the estimated 512 (its chunks whole 16-wide k steps); "
-                             "at any other extent the same warp tiles on the threads' own fp32 multiply-adds"),
+        std::smatch kt;
+        ASSERT_TRUE(std::regex_search(s.log, kt, std::regex(R"(chosen: \d+x\d+x(\d+) )"))) << s.log;
+        EXPECT_NE(s.log.find("mma.sync where r$x's extent is a multiple of the k tile, " + kt[1].str() +
+                             " (its chunks whole 16-wide k steps); at any other extent the same warp tiles on "
+                             "the threads' own fp32 multiply-adds"),
                   std::string::npos)
             << s.log;
         EXPECT_NE(s.source.find("alcop::tensor_cores("), std::string::npos) << s.source;
         EXPECT_NE(s.source.find("rdom_extent("), std::string::npos) << s.source;
-        EXPECT_NE(s.source.find(") == 512"), std::string::npos) << s.source;
+        EXPECT_NE(s.source.find(") % " + kt[1].str() + " == 0"), std::string::npos) << s.source;
         const std::string ptx = ptx_of(b.pipeline.compile_to_module(b.args, "runtime_k", t));
         const std::vector<kernel_source::Kernel> kernels = kernel_source::kernels(ptx);
         ASSERT_EQ(kernels.size(), 2u);
         for (const kernel_source::Kernel &k : kernels) {
             EXPECT_GT(kernel_source::count(k.text, "mma.sync.aligned.m16n8k16"), 0) << k.name;
         }
-        // The threads' path: the kernel of whole tiles runs only where K is the estimate.
+        // The threads' path: the kernel of whole tiles runs only where the k tile divides K.
         EXPECT_EQ(kernel_source::count(kernels[0].text, "fma.rn.f32"), 0) << kernels[0].name;
         EXPECT_GT(kernel_source::count(kernels[1].text, "fma.rn.f32"), 0) << kernels[1].name;
         bool ok = false;

@@ -42,12 +42,13 @@ for line in 'requests: A_shared(stages 3, shared) B_shared(stages 3, shared)' 'c
 done
 grep -qE '^  SASS sm_80 \(ptxas [0-9.]+\): [0-9]+ FFMA|^SASS not reported: nvdisasm not found' <<< "$report" ||
     { echo "the report lacks the main loop's SASS, or why it has none"; exit 1; }
-# Its fp16 GEMM of runtime sizes, as the plugin schedules it for CUDA sm_80: mma.sync where K is
-# the estimate, in the kernel's main loop, and that kernel's hazards checked at that K.
+# Its fp16 GEMM of runtime sizes, as the plugin schedules it for CUDA sm_80: mma.sync where the
+# k tile divides K, in the kernel's main loop, and the kernels' hazards checked at such a K too.
 report=$("$work/prefix/bin/alcop_inspect" -l "$work/build/libconsumer_inspectable.so" plain_gemm_f16 \
          target=host-cuda-cuda_capability_80 auto_schedule=true 2>&1) || { echo "$report"; exit 1; }
 echo "$report"
-for line in "mma.sync where r\$x's extent is the estimated 1024" ': hazards: 0 (' 'with A.extent.0 = 1024' \
+for line in "mma.sync where r\$x's extent is a multiple of the k tile" ': hazards: 0 (' \
+            'with A.extent.0 rounded up to a multiple of' \
             'main loop of _kernel_out'; do
     grep -qF "$line" <<< "$report" || { echo "the report lacks: $line"; exit 1; }
 done

@@ -543,11 +543,13 @@ INSTANTIATE_TEST_SUITE_P(
              2.94},
         Case{"gemm_f32_2048", "as_gemm", bench({{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, false, 0.25, 0.3,
              0.4},
-        // K (CI) a runtime size, as a user's generator has it: the kernels above where it is the
-        // estimate; at any other, the threads' own multiply-adds beside them in the edge kernel.
+        // K (CI) a runtime size, as a user's generator has it: the GEMM's kernels above wherever
+        // the k tile divides K (its chunk count a runtime value: 5 more instructions a loop of
+        // 128 mma.sync), the convolution's where CI is the estimate; at any other, the threads'
+        // own multiply-adds beside them in the edge kernel.
         Case{"gemm_bf16_2048_runtime_k", "as_gemm",
              bench({{"type", "bf16"}, {"runtime_k", "true"}, {"M", "2048"}, {"N", "2048"}, {"K", "2048"}}), true, true,
-             0.76, 2.5, 1.85},
+             0.8, 2.5, 1.88},
         Case{"conv2d_f16_8x14x14x256x256_runtime_k", "as_conv2d",
              bench({{"type", "f16"},
                     {"runtime_k", "true"},

@@ -74,13 +74,14 @@ TEST(AutoscheduledTensorCoreNumbers, GemmBF16K16) {
 TEST(AutoscheduledTensorCoreNumbers, GemmF16RegisterStages) {
     check_matmul(as_gemm_tc_r2_pocl, f16, gemm_shapes(128));
 }
-// K a runtime size (estimated 64): tensor cores where K is the estimate, the same tiles and
-// chunks on the threads' own multiply-adds, the last chunk guarded, at any other K.
+// K a runtime size (estimated 64): tensor cores where the k tile divides K (the estimate, 128,
+// 192: chunks the pass proves whole), the same tiles and chunks on the threads' own
+// multiply-adds, the last chunk guarded, at any other K.
 TEST(AutoscheduledTensorCoreNumbers, GemmF16RuntimeK) {
-    check_matmul(as_gemm_tc_runtime_k_pocl, f16, runtime_k_shapes(64, {1, 16, 48, 72, 130}));
+    check_matmul(as_gemm_tc_runtime_k_pocl, f16, runtime_k_shapes(64, {1, 16, 48, 72, 128, 130, 192}));
 }
 // The same with register stages (the estimate 128, bf16, the H200's opt-in limits: 16x16x32
-// w16x16 S4 R2) in the branch of the estimated K.
+// w16x16 S4 R2) in the branch of whole chunks (32, 96, 160 too).
 TEST(AutoscheduledTensorCoreNumbers, GemmBF16RuntimeKRegisterStages) {
     check_matmul(as_gemm_tc_runtime_k_r2_pocl, bf16, runtime_k_shapes(128, {8, 32, 96, 100, 160}));
 }
@@ -91,7 +92,13 @@ TEST(AutoscheduledTensorCoreNumbers, BmmBF16) {
 // Its reduction's extent a runtime size (estimated 64), f16.
 TEST(AutoscheduledTensorCoreNumbers, BmmF16RuntimeK) {
     check_matmul(as_bmm_tc_runtime_k_pocl, f16,
-                 {{2, 64, 64, 64}, {3, 45, 19, 64}, {2, 64, 64, 40}, {3, 45, 19, 100}, {1, 17, 80, 8}});
+                 {{2, 64, 64, 64},
+                  {3, 45, 19, 64},
+                  {2, 64, 64, 40},
+                  {3, 45, 19, 100},
+                  {1, 17, 80, 8},
+                  {2, 64, 64, 128},
+                  {3, 45, 19, 192}});
 }
 // 3 x 3 filters over the build's 32 channels, no padding: inputs of (output + 2) pixels; the
 // estimate (8 x 8 outputs, 32 output channels), odd sizes, channel tails; and outputs whose

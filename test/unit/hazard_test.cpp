@@ -161,17 +161,29 @@ std::vector<Config> broken_configs() {
 INSTANTIATE_TEST_SUITE_P(PipelineHazards, Broken, ::testing::ValuesIn(broken_configs()),
                          [](const auto &info) { return info.param.name; });
 
-// The sizes a specialization fixes outside the kernels (the plugin's branch of a runtime K), for
-// runs that reach the kernel it launches; a kernel's own conditions fix none.
-TEST(PipelineHazards, SpecializedSizesAreTheHostConditionsEqualities) {
+// The sizes a specialization fixes or rounds up outside the kernels (the plugin's branch of a
+// runtime K), for runs that reach the kernel it launches; a kernel's own conditions fix none.
+TEST(PipelineHazards, SpecializedSizesAreTheHostConditionsEqualitiesAndMultiples) {
     using namespace Halide::Internal;
     const Expr k = Variable::make(Int(32), "A.extent.0"), n = Variable::make(Int(32), "out.extent.0");
+    const Expr b = Variable::make(Int(32), "B.extent.2"), p = Variable::make(Int(32), "p");
     const Expr tx = Variable::make(Int(32), "k.__thread_id_x");
-    const Stmt in_kernel = IfThenElse::make(tx == 0, Evaluate::make(0));
+    const Stmt in_kernel = IfThenElse::make(tx == 0 && tx % 4 == 0, Evaluate::make(0));
     const Stmt kernel = For::make("k.__block_id_x", 0, 4, ForType::GPUBlock, DeviceAPI::CUDA, in_kernel);
-    const Stmt s = IfThenElse::make(k == 512 && n >= 128 && (n % 8 == 0), kernel, kernel);
-    const std::map<std::string, int64_t> sizes = alcop::specialized_sizes(s);
-    EXPECT_EQ(sizes, (std::map<std::string, int64_t>{{"A.extent.0", 512}}));
+    const Stmt s = IfThenElse::make(k == 512 && n >= 128 && (n % 8 == 0) && (b % 4 == 0) && (p % 16 == 0),
+                                    IfThenElse::make(n % 12 == 0 && k % 32 == 0, kernel), kernel);
+    const alcop::SpecializedSizes sizes = alcop::specialized_sizes(s);
+    EXPECT_EQ(sizes.values, (std::map<std::string, int64_t>{{"A.extent.0", 512}}));
+    EXPECT_EQ(sizes.multiples,
+              (std::map<std::string, int64_t>{{"A.extent.0", 32}, {"B.extent.2", 4}, {"out.extent.0", 24}, {"p", 16}}));
+    // A fixed value wins; a buffer's dimension takes its size at the run's extent (the third
+    // and later 3 below a whole tile), a Param the extent, each rounded up.
+    EXPECT_EQ(sizes.at(100), (std::map<std::string, int64_t>{
+                                 {"A.extent.0", 512}, {"B.extent.2", 4}, {"out.extent.0", 120}, {"p", 112}}));
+    EXPECT_EQ(sizes.at(128), (std::map<std::string, int64_t>{
+                                 {"A.extent.0", 512}, {"B.extent.2", 128}, {"out.extent.0", 144}, {"p", 128}}));
+    EXPECT_EQ(sizes.to_string(), "A.extent.0 = 512, B.extent.2 rounded up to a multiple of 4, out.extent.0 rounded "
+                                 "up to a multiple of 24, p rounded up to a multiple of 16");
     EXPECT_TRUE(alcop::specialized_sizes(kernel).empty());
 }
 
