@@ -1523,6 +1523,37 @@ TEST(TensorCoreRuntimeK, MmaSyncWhereTheKTileDividesKTheThreadsFmaElsewhere) {
     }
 }
 
+// K a Param (`RDom r(0, K)`), as a generator's scalar input gives it: the same branch of whole
+// chunks, the pass's proof reading the Param as it reads a buffer's extent.
+TEST(TensorCoreRuntimeK, AParamKGetsTheBranchOfWholeChunks) {
+    const Target t("host-cuda-cuda_capability_80");
+    ImageParam A(Float(16), 2, "A"), B(Float(16), 2, "B");
+    Param<int> k("k");
+    k.set_estimate(512);
+    Var x("x"), y("y");
+    RDom r(0, k, "r");
+    Func prod("prod"), out("out");
+    prod(x, y) = 0.0f;
+    prod(x, y) += f32(A(r, y)) * f32(B(x, r));
+    out(x, y) = prod(x, y);
+    A.set_estimates({{0, 512}, {0, 1024}});
+    B.set_estimates({{0, 1024}, {0, 512}});
+    out.set_estimates({{0, 1024}, {0, 1024}});
+    align_for_cp_async(out, {A, B});
+    Built b{Pipeline(out), {A, B, k}};
+    Scheduled s = autoschedule(b, "Alcop", t);
+    std::smatch kt;
+    ASSERT_TRUE(std::regex_search(s.log, kt, std::regex(R"(chosen: \d+x\d+x(\d+) )"))) << s.log;
+    EXPECT_NE(s.log.find("mma.sync where r$x's extent is a multiple of the k tile, " + kt[1].str()), std::string::npos)
+        << s.log;
+    EXPECT_NE(s.source.find(") % " + kt[1].str() + " == 0"), std::string::npos) << s.source;
+    const std::vector<kernel_source::Kernel> kernels =
+        kernel_source::kernels(ptx_of(b.pipeline.compile_to_module(b.args, "param_k", t)));
+    ASSERT_EQ(kernels.size(), 2u);
+    EXPECT_GT(kernel_source::count(kernels[0].text, "mma.sync.aligned.m16n8k16"), 0) << kernels[0].name;
+    EXPECT_EQ(kernel_source::count(kernels[0].text, "fma.rn.f32"), 0) << kernels[0].name;
+}
+
 /** `text` matched literally in a std::regex ("out$3": Halide makes names unique in a process). */
 std::string regex_escaped(const std::string &text) {
     return std::regex_replace(text, std::regex("[.^$|()\\[\\]{}*+?\\\\]"), "\\$&");
