@@ -41,6 +41,14 @@ Expr loop_max(const Expr &max) {
     return bound.defined() ? bound : max;
 }
 
+std::optional<std::pair<Expr, int64_t>> as_multiple(const Expr &conjunct) {
+    const EQ *eq = conjunct.as<EQ>();
+    const Mod *mod = eq && is_const_zero(eq->b) ? eq->a.as<Mod>() : nullptr;
+    const int64_t *c = mod ? as_const_int(mod->b) : nullptr;
+    if (!c || *c < 2) return std::nullopt;
+    return std::make_pair(mod->a, *c);
+}
+
 void KernelContext::push_loop(const For *op) {
     loops.emplace_back(op->name, Interval(inline_lets(op->min), loop_max(inline_lets(op->min + op->extent - 1))));
 }

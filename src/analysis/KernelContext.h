@@ -15,6 +15,7 @@
 #include "Halide.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,11 @@ struct KernelContext {
  * there is one. A guarded tail (a K step loop of extent min(K - k, KT), the last chunk's)
  * then ranges like the whole chunks, and so do the indices it reaches. */
 Halide::Expr loop_max(const Halide::Expr &max);
+
+/** What a conjunct `K % c == 0` of a condition says (c a constant of at least 2): K and c. The
+ * specializations on a multiple (the Alcop autoscheduler's on a runtime K) state it; every
+ * other conjunct says none. */
+std::optional<std::pair<Halide::Expr, int64_t>> as_multiple(const Halide::Expr &conjunct);
 
 /** An IRVisitor that keeps `ctx` up to date inside GPU kernels (below gpu_block loops): the
  * lets, the ranges of the non-block loops, narrowed by the conditions of enclosing ifs.

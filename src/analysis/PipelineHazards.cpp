@@ -724,20 +724,19 @@ SpecializedSizes specialized_sizes(const Stmt &s) {
             learn(op->condition);
             IRVisitor::visit(op);
         }
-        void learn(const Expr &c) {
-            const EQ *eq = c.as<EQ>();
-            const int64_t *value = eq ? as_const_int(eq->b) : nullptr;
-            if (const And *a = c.as<And>()) {
-                learn(a->a);
-                learn(a->b);
-            } else if (const Variable *v = eq && value ? eq->a.as<Variable>() : nullptr) {
-                sizes.values.emplace(v->name, *value);
-            } else if (const Mod *mod = eq && value && *value == 0 ? eq->a.as<Mod>() : nullptr) {
-                const Variable *v = mod->a.as<Variable>();
-                const int64_t *divisor = as_const_int(mod->b);
-                if (!v || !divisor || *divisor < 1) return;
-                int64_t &m = sizes.multiples[v->name];
-                m = m ? std::lcm(m, *divisor) : *divisor;
+        void learn(const Expr &condition) {
+            std::vector<Expr> conjuncts;
+            split_into_ands(condition, conjuncts);
+            for (const Expr &c : conjuncts) {
+                const EQ *eq = c.as<EQ>();
+                const Variable *v = eq ? eq->a.as<Variable>() : nullptr;
+                const int64_t *value = eq ? as_const_int(eq->b) : nullptr;
+                if (v && value) sizes.values.emplace(v->name, *value);
+                const auto multiple = as_multiple(c);
+                const Variable *k = multiple ? multiple->first.as<Variable>() : nullptr;
+                if (!k) continue;
+                int64_t &m = sizes.multiples[k->name];
+                m = m ? std::lcm(m, multiple->second) : multiple->second;
             }
         }
     } conditions;

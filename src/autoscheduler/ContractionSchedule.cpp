@@ -296,10 +296,13 @@ Chunking chunk_reduction(Schedule &schedule, const Contraction &c, const Mapping
         // `CI % 32 == 0` with every guard proven; f16 2.42 and 3.19 per mma.sync).
         chunking.exact = true;
         using Kind = Condition::Term::Kind;
-        k_cond.terms.push_back(c.rvars.size() > 1 ? Condition::Term{Kind::RDomExtentIs, f, 0, r0.extent_estimate} :
-                                                    Condition::Term{Kind::RDomExtentDivides, f, 0, m.s.kt});
-        chunking.exact_where = c.rvars.size() > 1 ? "is the estimated " + std::to_string(r0.extent_estimate) :
-                                                    "is a multiple of the k tile, " + std::to_string(m.s.kt);
+        if (c.rvars.size() > 1) {
+            k_cond.terms.push_back({Kind::RDomExtentIs, f, 0, r0.extent_estimate});
+            chunking.exact_where = "is the estimated " + std::to_string(r0.extent_estimate);
+        } else {
+            k_cond.terms.push_back({Kind::RDomExtentDivides, f, 0, m.s.kt});
+            chunking.exact_where = "is a multiple of the k tile, " + std::to_string(m.s.kt);
+        }
     } else if (m.k_divisible) {
         std::ostringstream e;
         e << r0.extent;

@@ -60,10 +60,9 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
  * K chunked by KT (a constant extent KT divides, or a runtime size whose estimate it divides:
  * tensor_cores_apply(); then the update is specialized on K % KT == 0, a convolution's on the
  * estimate, and its generic branch, the last chunk guarded, stays on the threads' own
- * multiply-adds in the same warp tiles), the
- * operands staged in shared memory and pipelined with S stages, alcop::tensor_cores on the
- * accumulators, and with R >= 2 the mma fragments' register stages (alcop::pipeline(f, R,
- * Level::Register)). */
+ * multiply-adds in the same warp tiles), the operands staged in shared memory and pipelined
+ * with S stages, alcop::tensor_cores on the accumulators, and with R >= 2 the mma fragments'
+ * register stages (alcop::pipeline(f, R, Level::Register)). */
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings);
 

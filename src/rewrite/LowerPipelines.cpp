@@ -94,9 +94,10 @@ Stmt LowerPipelines::mutate(const Stmt &input) {
     // The passes, in order: the chunks that a branch on a runtime K makes whole proven so
     // (rewrite/WholeChunks.h; the tensor-core analysis takes constant step loops only), the
     // tensor-core analysis, the input loads' alignment that Halide's simplifier lost
-    // (copy/GlobalAlignment.h, for the copies' cp.async), the pipelines (both levels), the tensor-core rewrite of the inner products (it
-    // reads the consumers' loads after the pipeline rewrite moved them into their slots, so
-    // that each ldmatrix row is one address plus constants), then the per-thread register
+    // (copy/GlobalAlignment.h, for the copies' cp.async), the pipelines (both levels), the
+    // tensor-core rewrite of the inner products (it reads the consumers' loads after the
+    // pipeline rewrite moved them into their slots, so that each ldmatrix row is one address
+    // plus constants), then the per-thread register
     // tiles shrunk to one thread's window (the rewrite's register slots included), whose sizes
     // each kernel's register estimate is checked on (plan/ResourceLimits.h), then the launch
     // bounds marked on the kernels they ask for, and the CUDA kernels' casts to and from bf16

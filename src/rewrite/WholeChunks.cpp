@@ -1,7 +1,8 @@
 #include "rewrite/WholeChunks.h"
 
-#include <functional>
-#include <map>
+#include "analysis/KernelContext.h"
+
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -13,28 +14,14 @@ using namespace Halide::Internal;
 
 namespace {
 
-/** An Expr with the values of the lets around it substituted, recursively. */
-class SubstituteLets : public IRMutator {
-    using IRMutator::visit;
-    const Scope<Expr> &lets;
-
-    Expr visit(const Variable *op) override {
-        return lets.contains(op->name) ? mutate(lets.get(op->name)) : op;
-    }
-
-public:
-    explicit SubstituteLets(const Scope<Expr> &lets) : lets(lets) {
-    }
-};
-
 class ProveWholeChunks : public IRMutator {
     using IRMutator::visit;
 
-    Scope<Expr> lets;
-    /** The loops around the node visited, outermost first: each index and its range. */
-    std::vector<std::pair<std::string, Interval>> loops;
+    /** The lets and loops around the node visited, outside kernels too (the branch on K is the
+     * host's). */
+    KernelContext ctx;
     /** What a branch around the node says is a multiple of a constant (K % c == 0, K with the
-     * lets substituted): K = c q, q a fresh variable. */
+     * lets inlined): K = c q, q a fresh variable. */
     struct Multiple {
         Expr k;
         int64_t c;
@@ -42,51 +29,38 @@ class ProveWholeChunks : public IRMutator {
     };
     std::vector<Multiple> multiples;
 
-    Expr with_lets(const Expr &e) const {
-        return SubstituteLets(lets).mutate(e);
-    }
-
     /** Records every conjunct `K % c == 0` of a branch's condition. */
     void learn(const Expr &condition) {
-        if (const Cast *cast = condition.as<Cast>()) {  // a bool let read as uint1
-            if (cast->value.type().is_bool()) learn(cast->value);
-            return;
-        }
-        if (const And *a = condition.as<And>()) {
-            learn(a->a);
-            learn(a->b);
-            return;
-        }
-        const EQ *eq = condition.as<EQ>();
-        if (!eq || !is_const_zero(eq->b)) return;
-        const Mod *mod = eq->a.as<Mod>();
-        const int64_t *c = mod ? as_const_int(mod->b) : nullptr;
-        if (!c || *c < 2) return;
-        for (Multiple &m : multiples) {
-            if (graph_equal(m.k, mod->a)) {
-                m.c = std::lcm(m.c, *c);
-                return;
+        std::vector<Expr> conjuncts;
+        split_into_ands(ctx.inline_lets(condition), conjuncts);
+        for (const Expr &conjunct : conjuncts) {
+            const auto fact = as_multiple(conjunct);
+            if (!fact) continue;
+            auto known = std::find_if(multiples.begin(), multiples.end(),
+                                      [&](const Multiple &m) { return graph_equal(m.k, fact->first); });
+            if (known != multiples.end()) {
+                known->c = std::lcm(known->c, fact->second);
+            } else {
+                multiples.push_back({fact->first, fact->second});
             }
         }
-        multiples.push_back({mod->a, *c});
     }
 
-    /** e with the lets substituted and each K written c q. The q are left free: interval
-     * arithmetic would lose that a chunk index's bound (q - 1) and K name the same q. A loop's
-     * index lies in its range, which is empty where q makes it so (the chunk loop at K = 0),
-     * and there nothing inside it runs. */
-    Expr as_multiples(const Expr &e) const {
-        Expr r = with_lets(e);
+    /** e (its lets inlined) with each K written c q. The q are left free: interval arithmetic
+     * would lose that a chunk index's bound (q - 1) and K name the same q. A loop's index lies
+     * in its range, which is empty where q makes it so (the chunk loop at K = 0), and there
+     * nothing inside it runs. */
+    Expr as_multiples(Expr e) const {
         for (const Multiple &m : multiples) {
-            r = substitute(m.k, Variable::make(m.k.type(), m.q) * make_const(m.k.type(), m.c), r);
+            e = substitute(m.k, Variable::make(m.k.type(), m.q) * make_const(m.k.type(), m.c), e);
         }
-        return simplify(r);
+        return simplify(e);
     }
 
-    /** The ranges of the loops around the node, as_multiples. */
+    /** The ranges of the loops around the node (the context's), as_multiples. */
     Scope<Interval> loop_ranges() const {
         Scope<Interval> ranges;
-        for (const auto &loop : loops) {
+        for (const auto &loop : ctx.loops) {
             ranges.push(loop.first, Interval(as_multiples(loop.second.min), as_multiples(loop.second.max)));
         }
         return ranges;
@@ -94,7 +68,7 @@ class ProveWholeChunks : public IRMutator {
 
     /** The one value `extent` takes wherever the loops around it run, if it can be proven. */
     std::optional<int64_t> proven_value(const Expr &extent) const {
-        const Interval b = bounds_of_expr_in_scope(as_multiples(extent), loop_ranges());
+        const Interval b = bounds_of_expr_in_scope(as_multiples(ctx.inline_lets(extent)), loop_ranges());
         if (!b.is_bounded()) return std::nullopt;
         const Expr lower = simplify(b.min);
         const int64_t *value = as_const_int(lower);
@@ -107,9 +81,10 @@ class ProveWholeChunks : public IRMutator {
      * upper bound of a - b. */
     bool proven_true(const Expr &condition) const {
         const Scope<Interval> ranges = loop_ranges();
-        std::function<bool(const Expr &)> holds = [&](const Expr &c) {
+        std::vector<Expr> conjuncts;
+        split_into_ands(as_multiples(ctx.inline_lets(condition)), conjuncts);
+        return std::all_of(conjuncts.begin(), conjuncts.end(), [&](const Expr &c) {
             if (is_const_one(c)) return true;
-            if (const And *a = c.as<And>()) return holds(a->a) && holds(a->b);
             Expr difference;  // at most 0 where c holds
             if (const LE *le = c.as<LE>()) difference = le->a - le->b;
             if (const LT *lt = c.as<LT>()) difference = lt->a - lt->b + 1;
@@ -118,20 +93,20 @@ class ProveWholeChunks : public IRMutator {
             if (!difference.defined() || !difference.type().is_int()) return false;
             const Interval b = bounds_of_expr_in_scope(simplify(difference), ranges);
             return b.has_upper_bound() && can_prove(b.max <= 0);
-        };
-        return holds(as_multiples(condition));
+        });
     }
 
     Stmt visit(const LetStmt *op) override {
-        ScopedBinding<Expr> bind(lets, op->name, op->value);
+        ctx.lets.emplace_back(op->name, op->value);
         const Stmt body = mutate(op->body);
+        ctx.lets.pop_back();
         return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
     }
 
     Stmt visit(const IfThenElse *op) override {
         if (!multiples.empty() && proven_true(op->condition)) return mutate(op->then_case);
         const std::vector<Multiple> outside = multiples;
-        learn(with_lets(op->condition));
+        learn(op->condition);
         const Stmt then_case = mutate(op->then_case);
         multiples = outside;
         const Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
@@ -146,9 +121,10 @@ class ProveWholeChunks : public IRMutator {
                 extent = make_const(extent.type(), *value);
             }
         }
-        loops.push_back({op->name, Interval(op->min, simplify(op->min + extent - 1))});
+        // (The range of op's extent and of the one proven are the same.)
+        ctx.push_loop(op);
         const Stmt body = mutate(op->body);
-        loops.pop_back();
+        ctx.loops.pop_back();
         if (extent.same_as(op->extent) && body.same_as(op->body)) return op;
         return For::make(op->name, op->min, extent, op->for_type, op->device_api, body);
     }
