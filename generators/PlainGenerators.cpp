@@ -70,22 +70,9 @@ Type operand_type(const std::string &name) {
     if (name != "f32") {
         // user_error (Halide.h undefines the macro for user code).
         Halide::Internal::ErrorReport(__FILE__, __LINE__, nullptr, Halide::Internal::ErrorReport::User)
-            << "type=" << name << ": the plain contractions take f32, f16 or bf16.\n";
+            << "type=" << name << ": the plain generators take f32, f16 or bf16.\n";
     }
     return Float(32);
-}
-
-// The element type of a row reduction's rows: f32 or f16. bf16 is refused: converted by a plain
-// cast, as a plain pipeline writes it, Halide 14's PTX backend fails inside LLVM ("Copy one
-// register into another with a different width"); the softmax and layernorm generators
-// convert bf16 in integer arithmetic instead.
-Type row_type(const std::string &generator, const std::string &name) {
-    if (name == "bf16") {
-        Halide::Internal::ErrorReport(__FILE__, __LINE__, nullptr, Halide::Internal::ErrorReport::User)
-            << "The " << generator << " generator: type=bf16: Halide 14 cannot compile a plain bf16 conversion "
-            << "for CUDA; use f32 or f16 (or the softmax and layernorm generators, which take bf16).\n";
-    }
-    return operand_type(name);
 }
 
 // An operand's value in the product: fp32 as it is, a 16-bit one converted (fp32 accumulation).
@@ -364,7 +351,8 @@ public:
     // with it a fourth (the batch: in(x, y, h, b)).
     GeneratorParam<int> heads{"heads", 0}, batch{"batch", 0};
     GeneratorParam<float> scale{"scale", 0.125f};
-    // The input's and the output's type: f32 or f16 (the arithmetic is fp32).
+    // The input's and the output's type: f32, f16 or bf16 (the arithmetic is fp32; on CUDA the
+    // pass the plugin installs converts bf16 in integer arithmetic, codegen/BFloat16Casts.h).
     GeneratorParam<std::string> type{"type", "f32"};
     // Inputs `mask` (fp32, mask(x, y / mask_rows) added to the scaled input) and `mask_rows`
     // (as the softmax generator's).
@@ -379,7 +367,7 @@ public:
         _halide_user_assert(batch == 0 || heads > 0)
             << "The as_softmax generator: batch=" << (int)batch << " needs heads > 0 (rows in(x, y, h, b)).\n";
         const int dims = 2 + (heads > 0) + (batch > 0);
-        in = add_input<Buffer<>>("in", row_type("as_softmax", type), dims);
+        in = add_input<Buffer<>>("in", operand_type(type), dims);
         if (add_mask) {
             mask = add_input<Buffer<float>>("mask", 2);
             mask_rows = add_input<int>("mask_rows");
@@ -434,7 +422,7 @@ public:
     GeneratorOutput<Buffer<>> *out = nullptr;
 
     void configure() {
-        in = add_input<Buffer<>>("in", row_type("as_layernorm", type), 2);
+        in = add_input<Buffer<>>("in", operand_type(type), 2);
         gamma = add_input<Buffer<>>("gamma", operand_type(type), 1);
         beta = add_input<Buffer<>>("beta", operand_type(type), 1);
         out = add_output<Buffer<>>("out", operand_type(type), 2);

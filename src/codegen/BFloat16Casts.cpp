@@ -1,5 +1,8 @@
 #include "codegen/BFloat16Casts.h"
 
+#include "Error.h"
+#include "analysis/PipelineAnalysis.h"
+
 namespace alcop {
 
 using namespace Halide;
@@ -20,24 +23,48 @@ Expr float32_to_bfloat16_keeping_nans(const Expr &f) {
 
 class LowerBFloat16Casts : public IRMutator {
     using IRMutator::visit;
-    bool in_cuda_kernel = false;
+    /** The outermost gpu_block loop of the kernel being visited (null outside kernels). */
+    const For *kernel = nullptr;
+
+    bool in_cuda_kernel() const {
+        return kernel && kernel->device_api == DeviceAPI::CUDA;
+    }
+
+    /** OpenCL has no bf16 type, and Halide 14's OpenCL backend names it half ("OpenCL kernel
+     * uses half type, but CLHalf target flag not enabled"), the wrong type: name the buffer. */
+    void check_opencl(const Type &t, const std::string &buffer) const {
+        if (!kernel || kernel->device_api != DeviceAPI::OpenCL || !t.is_bfloat()) return;
+        user_error << "alcop: " << user_name(buffer) << " holds bf16 values in an OpenCL kernel (of "
+                   << user_name(kernel->name.substr(0, kernel->name.find('.'))) << "), and OpenCL has no bf16 type. "
+                   << "Use f16 (with the target feature cl_half) or f32 for OpenCL, or a CUDA target.\n";
+    }
 
     Stmt visit(const For *op) override {
-        if (in_cuda_kernel || op->for_type != ForType::GPUBlock || op->device_api != DeviceAPI::CUDA) {
-            return IRMutator::visit(op);
-        }
-        in_cuda_kernel = true;
+        if (kernel || op->for_type != ForType::GPUBlock) return IRMutator::visit(op);
+        kernel = op;
         Stmt s = IRMutator::visit(op);
-        in_cuda_kernel = false;
+        kernel = nullptr;
+        return s;
+    }
+
+    Expr visit(const Load *op) override {
+        check_opencl(op->type, op->name);
+        return IRMutator::visit(op);
+    }
+
+    Stmt visit(const Store *op) override {
+        // The value first: a copy into a staged tile names the input it reads.
+        Stmt s = IRMutator::visit(op);
+        check_opencl(op->value.type(), op->name);
         return s;
     }
 
     Expr visit(const Cast *op) override {
         Expr value = mutate(op->value);
-        if (in_cuda_kernel && op->type.is_bfloat()) {
+        if (in_cuda_kernel() && op->type.is_bfloat()) {
             return float32_to_bfloat16_keeping_nans(cast(Float(32, value.type().lanes()), value));
         }
-        if (in_cuda_kernel && value.type().is_bfloat()) {
+        if (in_cuda_kernel() && value.type().is_bfloat()) {
             return lower_float16_cast(Cast::make(op->type, value).as<Cast>());
         }
         return value.same_as(op->value) ? Expr(op) : Cast::make(op->type, value);

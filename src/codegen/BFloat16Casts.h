@@ -13,6 +13,10 @@
  * kernel that also reads them on the threads' own multiply-adds (the branch of a runtime K that
  * is not the one mma.sync runs, AlcopAutoscheduler.h) or writes a bf16 output casts them.
  *
+ * OpenCL has no bf16 type at all, and Halide 14 reports a bf16 in an OpenCL kernel as half
+ * ("OpenCL kernel uses half type, but CLHalf target flag not enabled"), so a load or store of
+ * bf16 values in an OpenCL kernel is a user error here that names the buffer and says so.
+ *
  * Assumes: the Stmt at the end of the pass. Guarantees: only casts inside CUDA kernels (their
  * gpu_block loops) that have bf16 as source or destination change; a bf16 becomes the upper
  * half of an fp32 exactly, an fp32 rounds to the nearest bf16 (ties to even) as Halide's

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -63,6 +64,32 @@ TEST(BFloat16Casts, OnlyThoseInCudaKernelsChange) {
     // fp16 casts are PTX's own.
     const Stmt f16 = kernel(DeviceAPI::CUDA, Cast::make(Float(32), Variable::make(Float(16), "f16_in")));
     EXPECT_TRUE(alcop::lower_bfloat16_casts(f16).same_as(f16));
+}
+
+// OpenCL has no bf16 type (Halide 14 would report "half"): a load or a store of bf16 in an
+// OpenCL kernel is a user error naming the buffer, a loaded one first; not in a CUDA kernel.
+TEST(BFloat16Casts, Bf16InAnOpenClKernelIsAnErrorNamingTheBuffer) {
+    const Expr loaded = Load::make(BFloat(16), "A", Variable::make(Int(32), "k.__block_id_x"), Buffer<>(), Parameter(),
+                                   const_true(), ModulusRemainder());
+    for (const auto &[api, value, expected] : {std::tuple<DeviceAPI, Expr, std::string>{DeviceAPI::OpenCL, loaded, "A"},
+                                               {DeviceAPI::OpenCL, Cast::make(BFloat(16), f32_in), "out"},
+                                               {DeviceAPI::CUDA, loaded, ""}}) {
+        std::string message;
+        try {
+            alcop::lower_bfloat16_casts(kernel(api, value));
+        } catch (const CompileError &e) {
+            message = e.what();
+        }
+        if (expected.empty()) {
+            EXPECT_EQ(message, "");
+        } else {
+            EXPECT_NE(message.find("alcop: " + expected +
+                                   " holds bf16 values in an OpenCL kernel (of k), and OpenCL "
+                                   "has no bf16 type"),
+                      std::string::npos)
+                << message;
+        }
+    }
 }
 
 /** `conversion` of `in` (a CUDA kernel's cast, lowered) run on the CPU over `values`. */
