@@ -772,8 +772,8 @@ std::string SpecializedSizes::to_string() const {
     return text;
 }
 
-std::vector<KernelHazards> find_pipeline_hazards_at(const Stmt &s, const std::vector<int64_t> &extents) {
-    const SpecializedSizes fixed = specialized_sizes(s);
+std::vector<KernelHazards> find_pipeline_hazards_at(const Stmt &s, const std::vector<int64_t> &extents,
+                                                    const SpecializedSizes &fixed) {
     std::vector<KernelHazards> runs;
     for (const bool specialized : {false, true}) {
         if (specialized && fixed.empty()) continue;

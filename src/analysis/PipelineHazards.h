@@ -95,11 +95,15 @@ struct SpecializedSizes {
 
 SpecializedSizes specialized_sizes(const Halide::Internal::Stmt &s);
 
-/** find_pipeline_hazards at each of `extents`, and again with specialized_sizes(s).at(extent)
- * where there are any (those runs marked `specialized`): so every kernel a specialization
- * launches runs at one size at least. */
+/** find_pipeline_hazards at each of `extents`, and again with fixed.at(extent) where `fixed`
+ * (specialized_sizes(s)) has any (those runs marked `specialized`): so every kernel a
+ * specialization launches runs at one size at least. */
 std::vector<KernelHazards> find_pipeline_hazards_at(const Halide::Internal::Stmt &s,
-                                                    const std::vector<int64_t> &extents);
+                                                    const std::vector<int64_t> &extents, const SpecializedSizes &fixed);
+inline std::vector<KernelHazards> find_pipeline_hazards_at(const Halide::Internal::Stmt &s,
+                                                           const std::vector<int64_t> &extents) {
+    return find_pipeline_hazards_at(s, extents, specialized_sizes(s));
+}
 
 /** A multiple of every tile up to 128: at a multiple of it every kernel's tiles are whole. */
 constexpr int64_t whole_tile_extent = 128;

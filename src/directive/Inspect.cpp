@@ -209,11 +209,11 @@ namespace {
  * the sizes the pipeline's specializations fix or round up (specialized_sizes: the branches
  * they select run only there), and the first few hazards found. */
 std::string hazards_report(const Stmt &s) {
+    const SpecializedSizes fixed = specialized_sizes(s);
     std::map<std::string, std::vector<KernelHazards>> by_kernel;
-    for (KernelHazards &k : find_pipeline_hazards_at(s, hazard_check_extents())) {
+    for (KernelHazards &k : find_pipeline_hazards_at(s, hazard_check_extents(), fixed)) {
         by_kernel[k.kernel].push_back(std::move(k));
     }
-    const SpecializedSizes fixed = specialized_sizes(s);
     const std::string fixed_text = fixed.empty() ? "" : " with " + fixed.to_string();
     std::ostringstream os;
     for (const auto &[kernel, runs] : by_kernel) {
