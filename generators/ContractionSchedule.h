@@ -180,19 +180,10 @@ inline ContractionShape with_defaults(Operands type, bool optin, int block_m, in
             pick(thread_n, t)};
 }
 
-// Conversions between bf16 and fp32 in integer arithmetic: Halide 14's PTX backend cannot cast
-// fp32 to bf16 (LLVM 14's NVPTX has no bf16 rounding) and loads a bf16 it casts to fp32 as the
-// 16-bit integer in an fp32 register (ld.global.u16 %f), which ptxas rejects.
-
-/** The fp32 `f` rounded to the nearest bf16, ties to even, NaN kept. */
-inline Halide::Expr to_bfloat16(const Halide::Expr &f) {
-    const int lanes = f.type().lanes();
-    Halide::Expr u = Halide::reinterpret(Halide::UInt(32, lanes), f);
-    Halide::Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;
-    Halide::Expr nan = (u & 0x7fffffff) > 0x7f800000;
-    return Halide::reinterpret(Halide::BFloat(16, lanes),
-                               Halide::cast(Halide::UInt(16, lanes), Halide::select(nan, (u >> 16) | 0x40, rounded)));
-}
+// Conversions between bf16 and fp32 in integer arithmetic, for the generators whose pipelines
+// the pass does not lower (the row reductions): Halide 14's PTX backend loads a bf16 it casts to
+// fp32 as the 16-bit integer in an fp32 register (ld.global.u16 %f), which ptxas rejects, and
+// cannot round fp32 to bf16 (LLVM 14's NVPTX has no bf16 rounding: alcop::round_to_bfloat16).
 
 /** `v` (f32, f16 or bf16) as an fp32, exactly. */
 inline Halide::Expr to_float32(const Halide::Expr &v) {
@@ -204,7 +195,7 @@ inline Halide::Expr to_float32(const Halide::Expr &v) {
 
 /** `v` (fp32) as a value of `type`, rounded to nearest even. */
 inline Halide::Expr to_element_type(Operands type, const Halide::Expr &v) {
-    return type == Operands::BF16 ? to_bfloat16(v) : Halide::cast(element_type(type), v);
+    return type == Operands::BF16 ? alcop::round_to_bfloat16(v) : Halide::cast(element_type(type), v);
 }
 
 /** Checks a 16-bit element type a kernel loads or stores (the GeneratorParam `param`) against

@@ -1,5 +1,7 @@
 #include "codegen/BFloat16Casts.h"
 
+#include "alcop/BFloat16.h"
+
 #include "Error.h"
 #include "analysis/PipelineAnalysis.h"
 
@@ -9,17 +11,6 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 namespace {
-
-/** `f` (fp32) rounded to the nearest bf16, ties to even. A NaN stays a quiet NaN of its sign:
- * Halide's float32_to_bfloat16 rounds NaNs whose payload is in the low half into an infinity,
- * and all-ones into zero. */
-Expr float32_to_bfloat16_keeping_nans(const Expr &f) {
-    const int lanes = f.type().lanes();
-    const Expr u = reinterpret(UInt(32, lanes), f);
-    const Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;
-    const Expr nan = (u & 0x7fffffff) > 0x7f800000;
-    return reinterpret(BFloat(16, lanes), cast(UInt(16, lanes), select(nan, (u >> 16) | 0x40, rounded)));
-}
 
 class LowerBFloat16Casts : public IRMutator {
     using IRMutator::visit;
@@ -62,7 +53,7 @@ class LowerBFloat16Casts : public IRMutator {
     Expr visit(const Cast *op) override {
         Expr value = mutate(op->value);
         if (in_cuda_kernel() && op->type.is_bfloat()) {
-            return float32_to_bfloat16_keeping_nans(cast(Float(32, value.type().lanes()), value));
+            return round_to_bfloat16(cast(Float(32, value.type().lanes()), value));
         }
         if (in_cuda_kernel() && value.type().is_bfloat()) {
             return lower_float16_cast(Cast::make(op->type, value).as<Cast>());
@@ -72,6 +63,14 @@ class LowerBFloat16Casts : public IRMutator {
 };
 
 }  // namespace
+
+Expr round_to_bfloat16(const Expr &f) {
+    const int lanes = f.type().lanes();
+    const Expr u = reinterpret(UInt(32, lanes), f);
+    const Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;
+    const Expr nan = (u & 0x7fffffff) > 0x7f800000;
+    return reinterpret(BFloat(16, lanes), cast(UInt(16, lanes), select(nan, (u >> 16) | 0x40, rounded)));
+}
 
 Stmt lower_bfloat16_casts(const Stmt &s) {
     return LowerBFloat16Casts().mutate(s);

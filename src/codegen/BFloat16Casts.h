@@ -4,7 +4,7 @@
 /** \file
  * Lowers the casts to and from bf16 inside CUDA kernels to integer arithmetic: from bf16 with
  * Halide's own conversion (Halide::Internal::lower_float16_cast, what it does for targets
- * without bf16), to bf16 by rounding that keeps NaNs.
+ * without bf16), to bf16 by rounding that keeps NaNs (alcop::round_to_bfloat16).
  *
  * Halide 14's PTX backend takes bf16 for a type LLVM 14's NVPTX can convert: a bf16 loaded
  * and cast to fp32 becomes `fpext i16`, which ptxas rejects as a 16-bit load into an fp32
@@ -20,9 +20,9 @@
  * Assumes: the Stmt at the end of the pass. Guarantees: only casts inside CUDA kernels (their
  * gpu_block loops) that have bf16 as source or destination change; a bf16 becomes the upper
  * half of an fp32 exactly, an fp32 rounds to the nearest bf16 (ties to even) as Halide's
- * bfloat16_t does, and a NaN stays a NaN (Halide's emulation for other targets rounds some
- * NaNs into infinities or zero; the generators' own conversion, ContractionSchedule.h, keeps
- * them on every target).
+ * bfloat16_t does, and a NaN stays a NaN (alcop::round_to_bfloat16, alcop/BFloat16.h, which
+ * pipelines without the pass call themselves; Halide's emulation for other targets rounds some
+ * NaNs into infinities or zero).
  */
 
 #include "Halide.h"
