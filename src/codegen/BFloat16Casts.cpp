@@ -65,6 +65,9 @@ class LowerBFloat16Casts : public IRMutator {
 }  // namespace
 
 Expr round_to_bfloat16(const Expr &f) {
+    user_assert(f.defined() && f.type().element_of() == Float(32))
+        << "alcop::round_to_bfloat16 rounds an fp32 value, not "
+        << (f.defined() ? type_to_c_type(f.type(), false) : "an undefined Expr") << ": cast it to Float(32) first.\n";
     const int lanes = f.type().lanes();
     const Expr u = reinterpret(UInt(32, lanes), f);
     const Expr rounded = (u + (0x7fff + ((u >> 16) & 1))) >> 16;

@@ -93,6 +93,19 @@ TEST(BFloat16Casts, Bf16InAnOpenClKernelIsAnErrorNamingTheBuffer) {
     }
 }
 
+// alcop::round_to_bfloat16 rounds fp32 (any lanes); anything else is a user error naming it.
+TEST(BFloat16Casts, RoundToBFloat16TakesFloat32Only) {
+    EXPECT_EQ(alcop::round_to_bfloat16(Variable::make(Float(32, 4), "v")).type(), BFloat(16, 4));
+    std::string message;
+    try {
+        alcop::round_to_bfloat16(Variable::make(Float(16), "h"));
+    } catch (const CompileError &e) {
+        message = e.what();
+    }
+    EXPECT_NE(message.find("alcop::round_to_bfloat16 rounds an fp32 value, not float16_t"), std::string::npos)
+        << message;
+}
+
 /** `conversion` of `in` (a CUDA kernel's cast, lowered) run on the CPU over `values`. */
 template<typename T, typename U>
 std::vector<U> run_lowered(const Expr &conversion, const Expr &in, const std::vector<T> &values) {
