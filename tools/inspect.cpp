@@ -87,15 +87,25 @@ int inspect_file(const std::string &path, bool sass, const std::string &ptx_dir)
     return 0;
 }
 
+/** The forms of the command line (as the file comment gives them), and the generators built in. */
+void usage(std::ostream &os, const char *argv0) {
+    os << "usage: " << argv0
+       << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--sass] "
+          "[--verbose] [-s Scheduler] [-p plugin.so]\n"
+       << "       " << argv0 << " file.ptx|file.sass|file.o [--sass] [--ptx DIR]\n"
+       << "generators:";
+    for (const auto &g : GeneratorRegistry::enumerate()) os << " " << g;
+    os << "\n";
+}
+
 int inspect_main(int argc, char **argv) {
     if (argc < 2) {
-        std::cerr << "usage: " << argv[0]
-                  << " [-l generators.so ...] <generator> [target=T] [param=value ...] [--stmt] [--ptx DIR] [--sass] "
-                     "[--verbose]\n"
-                  << "generators:";
-        for (const auto &g : GeneratorRegistry::enumerate()) std::cerr << " " << g;
-        std::cerr << "\n";
+        usage(std::cerr, argv[0]);
         return 1;
+    }
+    if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+        usage(std::cout, argv[0]);
+        return 0;
     }
     // Modules of generators first: their static initializers register them with Halide.
     int first = 1;

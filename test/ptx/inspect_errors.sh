@@ -1,7 +1,7 @@
 #!/bin/bash
 # alcop_inspect on bad input, as a new user gives it: each case must end with exit status 1 and
 # Halide's error message naming what is wrong, never with std::terminate (status 134 and
-# "terminate called after throwing an instance of 'Halide::CompileError'").
+# "terminate called after throwing an instance of 'Halide::CompileError'"); and --help.
 # Usage: inspect_errors.sh path/to/alcop_inspect
 inspect=$1
 failed=0
@@ -42,4 +42,15 @@ printf 'ELF\0no kernels\0' > "$text/k.o"
 expect "no PTX module found" "$text/k.o"
 expect "a file takes --sass and --ptx DIR only" "$text/k.o" type=f16
 expect "a file takes --sass and --ptx DIR only" "$text/k.o" $cuda
+# Asked for help, it prints both forms of the command line on stdout and succeeds; with no
+# argument at all the same is an error.
+help=$("$inspect" --help 2>/dev/null)
+rc=$?
+if [ $rc -ne 0 ] || ! grep -qF "usage: " <<< "$help" || ! grep -qF "file.ptx|file.sass|file.o" <<< "$help"; then
+    echo "FAILED: alcop_inspect --help (exit status $rc, wanted 0 and the usage on stdout)"
+    failed=1
+else
+    echo "ok: alcop_inspect --help: $(head -1 <<< "$help")"
+fi
+expect "usage: "
 exit $failed
