@@ -60,10 +60,12 @@ Halide::Func min_blocks_per_sm(Halide::Func f, int blocks);
  * 16 (one ldmatrix.x4 loads B for two n8 tiles), a serial K loop inside a chunk of a multiple
  * of 16, operand types the instruction has, operands contiguous along K or along M/N in
  * their shared tiles, threads that form whole warps, and per-thread accumulators in the
- * fragment layout. Where the update is specialized on a runtime K (`f.update().specialize(K ==
- * 512)`), the branch whose chunk is a guarded tail (a K loop of extent min(K - k, KT): the
- * generic one) stays the threads' own multiply-adds, in the same layout; the others take
- * mma.sync, and one must. A later call on the same Func replaces an earlier one. Returns f. */
+ * fragment layout. An update whose last chunk is a guarded tail (a K loop of extent
+ * min(K - k, KT): a runtime K, or the generic branch of `f.update().specialize(K % 32 == 0)`)
+ * takes mma.sync too where both operands are staged at the chunk loop in tiles of constant
+ * bound extents: the pass zero-fills the tail of both tiles and runs every k step. Elsewhere
+ * that update stays the threads' own multiply-adds, in the same layout, and another update of
+ * f must take mma.sync. A later call on the same Func replaces an earlier one. Returns f. */
 Halide::Func tensor_cores(Halide::Func f, int warp_m, int warp_n);
 
 /** Tiles `stage` (a contraction's output, or the update of an output that accumulates) into

@@ -80,6 +80,13 @@ void KernelContextVisitor::visit(const LetStmt *op) {
     if (kernel_depth) ctx.lets.pop_back();
 }
 
+Stmt KernelContextMutator::visit(const LetStmt *op) {
+    ctx.lets.emplace_back(op->name, op->value);
+    const Stmt body = mutate(op->body);
+    ctx.lets.pop_back();
+    return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
+}
+
 void KernelContextVisitor::visit(const Let *op) {
     op->value.accept(this);
     if (kernel_depth) ctx.lets.emplace_back(op->name, op->value);
@@ -122,7 +129,8 @@ std::map<const For *, std::string> kernel_names(const Stmt &s) {
     std::map<const For *, std::string> names;
     for (const For *k : find.kernels) {
         const int n = count[k->name];
-        names[k] = n == 1 ? k->name : k->name + " (" + std::to_string(++seen[k->name]) + " of " + std::to_string(n) + ")";
+        names[k] =
+            n == 1 ? k->name : k->name + " (" + std::to_string(++seen[k->name]) + " of " + std::to_string(n) + ")";
     }
     return names;
 }

@@ -72,6 +72,22 @@ public:
     }
 };
 
+/** An IRMutator that keeps `ctx.lets` up to date (the lets around the node it mutates,
+ * outermost first); which loops go into `ctx` is the subclass's to say (push_loop). */
+class KernelContextMutator : public Halide::Internal::IRMutator {
+protected:
+    using Halide::Internal::IRMutator::visit;
+
+    KernelContext ctx;
+
+    Halide::Internal::Stmt visit(const Halide::Internal::LetStmt *op) override;
+
+public:
+    KernelContextMutator() = default;
+    explicit KernelContextMutator(KernelContext ctx) : ctx(std::move(ctx)) {
+    }
+};
+
 /** A name for each kernel of `s` (each outermost gpu_block loop): its loop's name, and where
  * several kernels share it (the branches of a specialization) "name (i of n)", in the order of
  * `s`, so that reports keep them apart. */

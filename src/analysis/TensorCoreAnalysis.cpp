@@ -152,17 +152,8 @@ private:
         return ip;
     }
 
-    /** The Func the update reads for the operand call `c`: `c`'s Func, or its wrapper for the
-     * accumulator (g.in(f), or a global g.in()), which lowering substitutes for it. */
     std::string staged_name(const Call *c) const {
-        auto it = env.find(c->name);
-        if (it == env.end()) return c->name;
-        const std::map<std::string, FunctionPtr> &wrappers = it->second.schedule().wrappers();
-        for (const std::string &key : {f.name(), std::string()}) {
-            auto w = wrappers.find(key);
-            if (w != wrappers.end()) return Function(w->second).name();
-        }
-        return c->name;
+        return staged_operand(f.name(), c->name, env);
     }
 
     OperandMajor major(const Call *c, const std::string &outer, const char *side, const char *role) const {
@@ -448,6 +439,18 @@ void check_fragment_stages(const std::vector<TensorCoreUse> &uses,
             << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
             << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
     }
+}
+
+std::string staged_operand(const std::string &accumulator, const std::string &operand,
+                           const std::map<std::string, Function> &env) {
+    auto it = env.find(operand);
+    if (it == env.end()) return operand;
+    const std::map<std::string, FunctionPtr> &wrappers = it->second.schedule().wrappers();
+    for (const std::string &key : {accumulator, std::string()}) {
+        auto w = wrappers.find(key);
+        if (w != wrappers.end()) return Function(w->second).name();
+    }
+    return operand;
 }
 
 bool is_guarded_k_loop(const For *k_loop) {

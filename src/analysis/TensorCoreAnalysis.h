@@ -19,9 +19,9 @@
  * warp updates must be those mma.sync gives that lane (TensorCoreMarkers.h, "C and D"), over
  * a warp_m x warp_n tile: with lane = t + 4 g, x = x0 + 8 i + 2 t + {0, 1},
  * y = y0 + 16 j + g + {0, 8}. Each violation is a Halide user_error that names the Func and
- * the reason. An update whose K loop is a guarded tail (is_guarded_k_loop: the generic branch of
- * a specialization on a runtime K) is left to the threads, unchecked and unrewritten, where
- * another update of the same accumulator takes mma.sync.
+ * the reason. An update whose K loop is still a guarded tail (is_guarded_k_loop: a runtime K
+ * whose tail rewrite/ZeroFilledTails.h could not zero-fill) is left to the threads, unchecked
+ * and unrewritten, where another update of the same accumulator takes mma.sync.
  */
 
 #include "directive/Requests.h"
@@ -64,10 +64,16 @@ struct TensorCoreUse {
 
 /** Whether a lowered update's serial K loop (the innermost serial loop inside the thread loops
  * around the accumulator's updates) is a guarded tail: a loop of an extent that is not a
- * constant, as Halide makes the last chunk of a K the chunk does not divide (the generic branch
- * of an update specialized on K). Such an update stays the per-thread inner product; the
+ * constant, as Halide makes the last chunk of a K the chunk does not divide, where
+ * rewrite/ZeroFilledTails.h left it so. Such an update stays the per-thread inner product; the
  * others are rewritten. */
 bool is_guarded_k_loop(const Halide::Internal::For *k_loop);
+
+/** The Func an accumulator's update reads for its operand `operand` (a Func name): that Func,
+ * or its wrapper for the accumulator (g.in(f), or a global g.in()), which lowering substitutes
+ * for it: the shared tile. */
+std::string staged_operand(const std::string &accumulator, const std::string &operand,
+                           const std::map<std::string, Halide::Internal::Function> &env);
 
 /** The name (before unique_name's suffix) of the per-thread array that holds the register
  * stages of a tensor-core inner product's fragments (rewrite/MmaInnerProduct.h). */

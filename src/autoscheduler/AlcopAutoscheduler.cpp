@@ -132,8 +132,7 @@ std::string summary(const Contraction &c, const Result &r, const model::SearchOp
 /** Where a tensor-core schedule over a runtime K runs mma.sync. */
 std::string runtime_k_tensor_cores(const Contraction &c, const Chunking &k) {
     return "mma.sync where " + c.rvars[0].name + "'s extent " + k.exact_where +
-           " (its chunks whole 16-wide k steps); at any other extent the same warp tiles on the threads' own fp32 " +
-           "multiply-adds";
+           " (its chunks whole 16-wide k steps), and at any other extent with the last chunk's tail zero-filled";
 }
 
 /** The comment lines that head the schedule source of a contraction. */

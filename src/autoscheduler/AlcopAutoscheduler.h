@@ -72,12 +72,13 @@
  * limits (shared memory, registers: the warning names the output and counts the candidates
  * each limit rejected), the SIMT candidates being searched instead. Where no SIMT candidate
  * fits either, a user error names the output and the limits. A
- * runtime K gets mma.sync where it is its estimate: f's update is specialized on it, as the SIMT
- * schedule's is, and that branch's chunks are whole 16-wide k steps. At any other K the last
- * chunk is a guarded step loop of min(K - k, KT) trips, which mma.sync cannot take (it would
- * need the tail zero-filled and the guard dropped, which no schedule of a sum over [0, K) can
- * say): that branch keeps the same warp tiles and staged copies (at clamped coordinates) on the
- * threads' own multiply-adds, and the summary says so.
+ * runtime K gets mma.sync at every extent: f's update is specialized on K % KT == 0 (a
+ * convolution's on its estimate), a branch whose chunks the pass proves whole 16-wide k steps
+ * (rewrite/WholeChunks.h). At any other K the last chunk is a guarded step loop of
+ * min(K - k, KT) trips, which no schedule of a sum over [0, K) can make whole: the pass
+ * zero-fills that chunk's tail in both operand tiles and runs every k step
+ * (rewrite/ZeroFilledTails.h), in the same warp tiles, over copies at clamped coordinates. The
+ * summary says so.
  *
  * A pipeline that is not a recognized contraction but computes its output along rows from
  * reductions of each row (softmax, layernorm: RowReduction.h) gets the schedule of

@@ -59,10 +59,10 @@ Chunking schedule_contraction(Schedule &schedule, const Contraction &c, const Ma
  * fuses the M dimensions of m.m_tile (a convolution's pixels across width, rows and images),
  * K chunked by KT (a constant extent KT divides, or a runtime size whose estimate it divides:
  * tensor_cores_apply(); then the update is specialized on K % KT == 0, a convolution's on the
- * estimate, and its generic branch, the last chunk guarded, stays on the threads' own
- * multiply-adds in the same warp tiles), the operands staged in shared memory and pipelined
- * with S stages, alcop::tensor_cores on the accumulators, and with R >= 2 the mma fragments'
- * register stages (alcop::pipeline(f, R, Level::Register)). */
+ * estimate, and its generic branch, the last chunk guarded, takes mma.sync in the same warp
+ * tiles with that chunk's tail zero-filled by the pass), the operands staged in shared memory
+ * and pipelined with S stages, alcop::tensor_cores on the accumulators, and with R >= 2 the mma
+ * fragments' register stages (alcop::pipeline(f, R, Level::Register)). */
 Chunking schedule_tensor_core_contraction(Schedule &schedule, const Contraction &c, const Mapping &m,
                                           std::vector<std::string> &warnings);
 

@@ -10,8 +10,8 @@
  * and cast to fp32 becomes `fpext i16`, which ptxas rejects as a 16-bit load into an fp32
  * register (`ld.shared.u16 %f`: "Arguments mismatch for instruction 'ld'"), and an fp32 cast
  * to bf16 has no rounding to select. The tensor cores take bf16 operands as they are, but a
- * kernel that also reads them on the threads' own multiply-adds (the branch of a runtime K that
- * is not the one mma.sync runs, AlcopAutoscheduler.h) or writes a bf16 output casts them.
+ * kernel that also reads them on the threads' own multiply-adds (the SIMT fallback of a
+ * tensor-core contraction, AlcopAutoscheduler.h) or writes a bf16 output casts them.
  *
  * OpenCL has no bf16 type at all, and Halide 14 reports a bf16 in an OpenCL kernel as half
  * ("OpenCL kernel uses half type, but CLHalf target flag not enabled"), so a load or store of

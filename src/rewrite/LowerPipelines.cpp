@@ -14,6 +14,7 @@
 #include "rewrite/MmaInnerProduct.h"
 #include "rewrite/SwizzleOperands.h"
 #include "rewrite/WholeChunks.h"
+#include "rewrite/ZeroFilledTails.h"
 
 #include "Error.h"
 
@@ -93,7 +94,8 @@ automatic_requests(const Stmt &s, const std::vector<Function> &outputs,
 Stmt LowerPipelines::mutate(const Stmt &input) {
     // The passes, in order: the chunks that a branch on a runtime K makes whole proven so
     // (rewrite/WholeChunks.h; the tensor-core analysis takes constant step loops only), the
-    // tensor-core analysis, the input loads' alignment that Halide's simplifier lost
+    // last chunk of any other K zero-filled past K and stepped whole (rewrite/ZeroFilledTails.h),
+    // the tensor-core analysis, the input loads' alignment that Halide's simplifier lost
     // (copy/GlobalAlignment.h, for the copies' cp.async), the pipelines (both levels), the
     // tensor-core rewrite of the inner products (it reads the consumers' loads after the
     // pipeline rewrite moved them into their slots, so that each ldmatrix row is one address
@@ -108,7 +110,7 @@ Stmt LowerPipelines::mutate(const Stmt &input) {
     // expanded by their slots (rewrite/ExpandSlots.h), which folds the slot terms the passes
     // before it add and read.
     // (With the test hook that emulates the markers, any GPU target.)
-    const Stmt s = prove_whole_chunks(input);
+    const Stmt s = zero_fill_k_tails(prove_whole_chunks(input), outputs);
     const std::vector<TensorCoreUse> tensor_cores =
         analyze_tensor_cores(s, outputs, options_.target, hooks.emulates_tensor_cores);
     const std::map<std::string, PipelineRequest> requests =

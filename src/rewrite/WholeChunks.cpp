@@ -14,12 +14,11 @@ using namespace Halide::Internal;
 
 namespace {
 
-class ProveWholeChunks : public IRMutator {
-    using IRMutator::visit;
+/** Its context (KernelContextMutator) holds the lets and loops around the node visited,
+ * outside kernels too: the branch on K is the host's. */
+class ProveWholeChunks : public KernelContextMutator {
+    using KernelContextMutator::visit;
 
-    /** The lets and loops around the node visited, outside kernels too (the branch on K is the
-     * host's). */
-    KernelContext ctx;
     /** What a branch around the node says is a multiple of a constant (K % c == 0, K with the
      * lets inlined): K = c q, q a fresh variable. */
     struct Multiple {
@@ -94,13 +93,6 @@ class ProveWholeChunks : public IRMutator {
             const Interval b = bounds_of_expr_in_scope(simplify(difference), ranges);
             return b.has_upper_bound() && can_prove(b.max <= 0);
         });
-    }
-
-    Stmt visit(const LetStmt *op) override {
-        ctx.lets.emplace_back(op->name, op->value);
-        const Stmt body = mutate(op->body);
-        ctx.lets.pop_back();
-        return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
     }
 
     Stmt visit(const IfThenElse *op) override {

@@ -11,8 +11,8 @@
  *
  * Under `if (K % KT == 0)` (the Alcop autoscheduler specializes a runtime K on it) every chunk
  * is whole, but Halide's simplifier cannot prove it: it bounds a loop's index by constants
- * only, and ko's bound, (K + KT - 1) / KT, is not one. mma.sync needs the constant: a step loop
- * whose extent is not one stays on the threads' own multiply-adds (is_guarded_k_loop).
+ * only, and ko's bound, (K + KT - 1) / KT, is not one. Unproven, the branch would run as a
+ * tail (rewrite/ZeroFilledTails.h): every copy of every chunk predicated on it.
  *
  * This pass writes each such K as KT q (q a fresh variable) and bounds what depends on it by
  * interval arithmetic over the loops around it (Halide's bounds_of_expr_in_scope, the lets

@@ -1,0 +1,282 @@
+#include "rewrite/ZeroFilledTails.h"
+
+#include "analysis/KernelContext.h"
+#include "analysis/TensorCoreAnalysis.h"
+#include "directive/Requests.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace alcop {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+namespace {
+
+/** Where an operand tile keeps the k coordinate: its flat element e lies at k = (e / stride) %
+ * extent of the chunk. */
+struct KLayout {
+    int64_t stride = 0, extent = 0;
+};
+
+/** The operand tiles of a tensor-core accumulator, keyed by tile (Func) name. */
+using OperandTiles = std::map<std::string, KLayout>;
+
+/** The calls of Funcs other than `self` in `e`. */
+std::vector<const Call *> operand_calls(const Expr &e, const std::string &self) {
+    struct Calls : IRVisitor {
+        const std::string &self;
+        std::vector<const Call *> found;
+        explicit Calls(const std::string &self) : self(self) {
+        }
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if ((op->call_type == Call::Halide || op->call_type == Call::Image) && op->name != self)
+                found.push_back(op);
+            IRVisitor::visit(op);
+        }
+    } calls(self);
+    e.accept(&calls);
+    return calls.found;
+}
+
+/** The k layout of `tile`, whose argument `k_arg` is the reduction's, from its storage order
+ * and bound extents; none where an extent is not a constant or the storage is padded. */
+std::optional<KLayout> k_layout(const Function &tile, const std::string &k_arg) {
+    if (tile.schedule().memory_type() != MemoryType::GPUShared) return std::nullopt;
+    std::optional<KLayout> k;
+    int64_t stride = 1;
+    for (const StorageDim &d : tile.schedule().storage_dims()) {
+        if (d.alignment.defined() || d.fold_factor.defined()) return std::nullopt;
+        const int64_t *extent = nullptr;
+        for (const Bound &b : tile.schedule().bounds()) {
+            if (b.var == d.var && b.extent.defined()) extent = as_const_int(b.extent);
+        }
+        if (!extent) return std::nullopt;
+        if (d.var == k_arg) k = KLayout{stride, *extent};
+        stride *= *extent;
+    }
+    return k;
+}
+
+/** Each tensor-core accumulator's two operand tiles, where the update reads each through one
+ * argument indexed by the chunked reduction variable and the tile's layout is known
+ * (k_layout). */
+std::map<std::string, OperandTiles> tensor_core_operand_tiles(const std::vector<Function> &outputs) {
+    const std::map<std::string, Function> env = pipeline_functions(outputs);
+    std::map<std::string, OperandTiles> result;
+    for (const auto &request : collect_tensor_core_requests(outputs)) {
+        auto f = env.find(request.first);
+        if (f == env.end() || f->second.updates().size() != 1) continue;
+        const Definition &update = f->second.updates()[0];
+        // The reduction variable the chunks split (the innermost; a convolution's filter taps
+        // are outer ones).
+        if (update.schedule().rvars().empty()) continue;
+        const std::string k = update.schedule().rvars()[0].var;
+        const Expr value = substitute_in_all_lets(update.values()[0]);
+        OperandTiles tiles;
+        for (const Call *c : operand_calls(value, f->first)) {
+            std::vector<size_t> k_args;
+            for (size_t i = 0; i < c->args.size(); i++) {
+                if (expr_uses_var(c->args[i], k)) k_args.push_back(i);
+            }
+            auto tile = env.find(staged_operand(f->first, c->name, env));
+            if (k_args.size() != 1 || tile == env.end() || k_args[0] >= tile->second.args().size()) break;
+            const std::optional<KLayout> layout = k_layout(tile->second, tile->second.args()[k_args[0]]);
+            if (!layout) break;
+            tiles[tile->first] = *layout;
+        }
+        if (tiles.size() == 2) result[f->first] = tiles;
+    }
+    return result;
+}
+
+/** Calls f on each Store of `s`. */
+template<typename F>
+void visit_stores(const Stmt &s, F f) {
+    struct V : IRVisitor {
+        F &f;
+        explicit V(F &f) : f(f) {
+        }
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            f(op);
+            IRVisitor::visit(op);
+        }
+    } v(f);
+    s.accept(&v);
+}
+
+/** The first serial loop in a chunk loop's body whose extent is not a constant and which
+ * accumulates into one of `accumulators` (buffer `P` or `P.0`), with the lets between the chunk
+ * loop and it, outermost first. */
+struct GuardedStep {
+    const For *loop = nullptr;
+    std::string accumulator;
+    std::vector<std::pair<std::string, Expr>> lets;
+};
+
+GuardedStep find_guarded_step(const Stmt &chunk_body, const std::map<std::string, OperandTiles> &accumulators) {
+    struct Find : IRVisitor {
+        const std::map<std::string, OperandTiles> &accumulators;
+        GuardedStep found;
+        std::vector<std::pair<std::string, Expr>> lets;
+        explicit Find(const std::map<std::string, OperandTiles> &a) : accumulators(a) {
+        }
+        using IRVisitor::visit;
+        void visit(const LetStmt *op) override {
+            lets.emplace_back(op->name, op->value);
+            IRVisitor::visit(op);
+            lets.pop_back();
+        }
+        std::string accumulated(const Stmt &body) const {
+            std::string name;
+            visit_stores(body, [&](const Store *st) {
+                for (const auto &a : accumulators) {
+                    if (st->name == a.first || st->name == a.first + ".0") name = a.first;
+                }
+            });
+            return name;
+        }
+        void visit(const For *op) override {
+            if (found.loop) return;
+            if (op->for_type == ForType::Serial && !is_const(op->extent)) {
+                const std::string a = accumulated(op->body);
+                if (!a.empty()) {
+                    found = {op, a, lets};
+                    return;
+                }
+            }
+            IRVisitor::visit(op);
+        }
+    } find(accumulators);
+    chunk_body.accept(&find);
+    return find.found;
+}
+
+/** Inside a chunk loop: the copies of the operand tiles write 0 past `trips` along k, and
+ * the step loop runs `extent` trips. */
+class ZeroFillProducers : public KernelContextMutator {
+public:
+    ZeroFillProducers(KernelContext ctx, const OperandTiles &tiles, Expr trips, const For *step, int64_t extent,
+                      int &producers, bool &unreadable)
+        : KernelContextMutator(std::move(ctx)), tiles(tiles), trips(std::move(trips)), step(step), extent(extent),
+          producers(producers), unreadable(unreadable) {
+    }
+
+private:
+    using KernelContextMutator::visit;
+    const OperandTiles &tiles;
+    const Expr trips;
+    const For *step;
+    const int64_t extent;
+    int &producers;
+    bool &unreadable;
+    const KLayout *layout = nullptr;  ///< inside a tile's producer
+
+    Stmt visit(const ProducerConsumer *op) override {
+        auto t = tiles.find(op->name);
+        if (!op->is_producer || t == tiles.end()) return IRMutator::visit(op);
+        producers++;
+        layout = &t->second;
+        const Stmt body = mutate(op->body);
+        layout = nullptr;
+        return ProducerConsumer::make(op->name, true, body);
+    }
+
+    Stmt visit(const For *op) override {
+        if (op == step) {
+            return For::make(op->name, op->min, make_const(op->extent.type(), extent), op->for_type, op->device_api,
+                             op->body);
+        }
+        ctx.push_loop(op);
+        const Stmt s = IRMutator::visit(op);
+        ctx.loops.pop_back();
+        return s;
+    }
+
+    Stmt visit(const Store *op) override {
+        if (!layout) return IRMutator::visit(op);
+        // The tile's first element: the least index any copy writes (thread 0's first).
+        const Expr first = op->index.as<Ramp>() ? op->index.as<Ramp>()->base : op->index;
+        const Interval written = ctx.bounds(first);
+        const Expr base = written.has_lower_bound() ? simplify(written.min) : Expr();
+        if (!base.defined() || !is_const(base)) {
+            unreadable = true;
+            return op;
+        }
+        const Type t = op->index.type();
+        const Expr k = ((op->index - make_const(t, *as_const_int(base))) / make_const(t, layout->stride)) %
+                       make_const(t, layout->extent);
+        const Expr inside = k < (t.is_vector() ? Broadcast::make(trips, t.lanes()) : trips);
+        const Expr value = select(inside, op->value, make_zero(op->value.type()));
+        return Store::make(op->name, value, op->index, op->param, op->predicate, op->alignment);
+    }
+};
+
+class ZeroFillTails : public KernelContextMutator {
+public:
+    explicit ZeroFillTails(const std::map<std::string, OperandTiles> &accumulators) : accumulators(accumulators) {
+    }
+
+private:
+    using KernelContextMutator::visit;
+    const std::map<std::string, OperandTiles> &accumulators;
+    int kernel_depth = 0;
+
+    Stmt visit(const For *op) override {
+        const bool block = op->for_type == ForType::GPUBlock;
+        if (kernel_depth > 0 && op->for_type == ForType::Serial) {
+            const Stmt rewritten = zero_fill(op);
+            if (rewritten.defined()) return rewritten;
+        }
+        kernel_depth += block;
+        if (kernel_depth > 0 && !block) ctx.push_loop(op);
+        const Stmt s = IRMutator::visit(op);
+        if (kernel_depth > 0 && !block) ctx.loops.pop_back();
+        kernel_depth -= block;
+        return s;
+    }
+
+    /** The chunk loop `chunk` with its tail zero-filled, or an undefined Stmt where it has no
+     * guarded step loop of a tensor-core accumulator this pass can read. */
+    Stmt zero_fill(const For *chunk) {
+        const GuardedStep step = find_guarded_step(chunk->body, accumulators);
+        if (!step.loop) return Stmt();
+        const OperandTiles &tiles = accumulators.at(step.accumulator);
+        const int64_t extent = tiles.begin()->second.extent;
+        for (const auto &t : tiles) {
+            if (t.second.extent != extent) return Stmt();
+        }
+        // The step loop's extent where the producers are: the lets inside the chunk loop inlined.
+        Expr trips = step.loop->extent;
+        for (auto it = step.lets.rbegin(); it != step.lets.rend(); ++it) {
+            trips = substitute(it->first, it->second, trips);
+        }
+        trips = simplify(trips);
+        KernelContext inside = ctx;
+        inside.push_loop(chunk);
+        const Interval range = inside.bounds(trips);
+        if (!range.has_upper_bound() || !can_prove(range.max <= make_const(trips.type(), extent))) return Stmt();
+
+        int producers = 0;
+        bool unreadable = false;
+        const Stmt body =
+            ZeroFillProducers(inside, tiles, trips, step.loop, extent, producers, unreadable).mutate(chunk->body);
+        if (unreadable || producers != (int)tiles.size()) return Stmt();
+        return For::make(chunk->name, chunk->min, chunk->extent, chunk->for_type, chunk->device_api, body);
+    }
+};
+
+}  // namespace
+
+Stmt zero_fill_k_tails(const Stmt &s, const std::vector<Function> &outputs) {
+    const std::map<std::string, OperandTiles> accumulators = tensor_core_operand_tiles(outputs);
+    if (accumulators.empty()) return s;
+    return ZeroFillTails(accumulators).mutate(s);
+}
+
+}  // namespace alcop

@@ -1,0 +1,44 @@
+#ifndef ALCOP_ZERO_FILLED_TAILS_H
+#define ALCOP_ZERO_FILLED_TAILS_H
+
+/** \file
+ * Runs the last, partial chunk of a tensor-core reduction on mma.sync, as CUTLASS runs its K
+ * residue: the operands' tiles are zero past K, and every k step of the chunk runs. A step of
+ * the pass before the tensor-core analysis, after rewrite/WholeChunks.h.
+ *
+ * Halide splits a reduction of runtime extent K into chunks of KT with the last one guarded:
+ *
+ *   for (ko, 0, (K + KT - 1) / KT) {
+ *     produce A_tile { A_tile[i] = A[...] }  ...  produce B_tile { ... }
+ *     for (ki, 0, max(min(K - ko KT, KT), 0)) { P += f32(A_tile[...ki...]) * f32(B_tile[...ki...]) }
+ *   }
+ *
+ * a step loop of no constant extent, which mma.sync cannot take (the branch of a runtime K that
+ * the k tile does not divide: the Alcop autoscheduler's generic one). Where the accumulator P
+ * asks for tensor cores and both operands are staged per chunk, this pass makes each copy
+ * into an operand's tile write 0 where the element's k coordinate in the chunk is at least the
+ * step loop's extent (the tile's layout from its Func: storage order and bound extents), and
+ * gives the step loop the tile's extent along K. The products it adds are 0 x 0: exact, also
+ * where the operands past K hold infinities or NaNs.
+ *
+ * Assumes: the lowered Stmt the pass receives, the tiles computed at the chunk loop (their k
+ * coordinate starts at the chunk's first reduction index) and read in it only where the step
+ * loop reads them (past its extent nothing reads them). Guarantees: only step loops of a
+ * tensor-core accumulator whose extent is not a constant but at most its tiles' K extent
+ * change, with the stores inside the producers of its two operand tiles in the same chunk
+ * loop; anything it cannot read so (a tile without constant bound extents, a producer outside
+ * the loop) is left as it was, on the threads' own multiply-adds.
+ */
+
+#include "Halide.h"
+
+#include <vector>
+
+namespace alcop {
+
+Halide::Internal::Stmt zero_fill_k_tails(const Halide::Internal::Stmt &s,
+                                         const std::vector<Halide::Internal::Function> &outputs);
+
+}  // namespace alcop
+
+#endif
