@@ -240,42 +240,19 @@ private:
         if (inner_serial) serial.pop_back();
     }
 
-    // Storage flattening names a Func's buffer after the Func and its tuple element.
-    bool is_func(const std::string &name) const {
-        return name == func || name == func + ".0";
-    }
-
     void visit(const Allocate *op) override {
-        if (is_func(op->name)) allocation = op;
+        if (is_accumulator(op->name, func)) allocation = op;
         IRVisitor::visit(op);
     }
 
     void visit(const Store *op) override {
         IRVisitor::visit(op);
-        if (!is_func(op->name)) return;
-        bool accumulates = false;
-        visit_loads(op->value, [&](const Load *l) { accumulates = accumulates || is_func(l->name); });
-        if (!accumulates) return;
+        if (!accumulates_into(Stmt(op), func)) return;
         Expr index = op->index;
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
             index = substitute(it->first, it->second, index);
         }
         updates.push_back({index, threads, serial.empty() ? nullptr : serial.back()});
-    }
-
-    template<typename F>
-    static void visit_loads(const Expr &e, F f) {
-        struct V : IRVisitor {
-            F &f;
-            explicit V(F &f) : f(f) {
-            }
-            using IRVisitor::visit;
-            void visit(const Load *op) override {
-                f(op);
-                IRVisitor::visit(op);
-            }
-        } v(f);
-        e.accept(&v);
     }
 };
 
@@ -439,6 +416,32 @@ void check_fragment_stages(const std::vector<TensorCoreUse> &uses,
             << "alcop::Options::register_limit if the kernel may use more (the CUDA opt-in, "
             << "HalideAlcop::cuda_opt_in, allows up to 255 registers per thread).\n";
     }
+}
+
+bool is_accumulator(const std::string &buffer, const std::string &func) {
+    return buffer == func || buffer == func + ".0";
+}
+
+bool accumulates_into(const Stmt &s, const std::string &func) {
+    struct V : IRVisitor {
+        const std::string &func;
+        bool in_update = false, found = false;
+        explicit V(const std::string &f) : func(f) {
+        }
+        using IRVisitor::visit;
+        void visit(const Store *op) override {
+            if (!is_accumulator(op->name, func)) return;
+            in_update = true;
+            op->value.accept(this);
+            in_update = false;
+        }
+        void visit(const Load *op) override {
+            found = found || (in_update && is_accumulator(op->name, func));
+            IRVisitor::visit(op);
+        }
+    } v(func);
+    s.accept(&v);
+    return v.found;
 }
 
 std::string staged_operand(const std::string &accumulator, const std::string &operand,

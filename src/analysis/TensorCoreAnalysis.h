@@ -69,6 +69,13 @@ struct TensorCoreUse {
  * others are rewritten. */
 bool is_guarded_k_loop(const Halide::Internal::For *k_loop);
 
+/** Whether `buffer` is the accumulator `func`'s: storage flattening names a Func's buffer after
+ * the Func and its tuple element. */
+bool is_accumulator(const std::string &buffer, const std::string &func);
+
+/** Whether `s` accumulates into `func`: a store to its buffer whose value loads it. */
+bool accumulates_into(const Halide::Internal::Stmt &s, const std::string &func);
+
 /** The Func an accumulator's update reads for its operand `operand` (a Func name): that Func,
  * or its wrapper for the accumulator (g.in(f), or a global g.in()), which lowering substitutes
  * for it: the shared tile. */

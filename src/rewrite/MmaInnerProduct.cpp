@@ -15,10 +15,6 @@ using namespace Halide::Internal;
 
 namespace {
 
-bool is_accumulator(const std::string &buffer, const std::string &func) {
-    return buffer == func || buffer == func + ".0";
-}
-
 /** The loads of `e`, outermost first. */
 std::vector<const Load *> loads_of(const Expr &e) {
     struct V : IRVisitor {
@@ -33,25 +29,6 @@ std::vector<const Load *> loads_of(const Expr &e) {
     return v.found;
 }
 
-/** Whether `s` accumulates into `func` (a store whose value loads it). */
-bool updates(const Stmt &s, const std::string &func) {
-    struct V : IRVisitor {
-        const std::string &func;
-        bool found = false;
-        explicit V(const std::string &f) : func(f) {
-        }
-        using IRVisitor::visit;
-        void visit(const Store *op) override {
-            if (!is_accumulator(op->name, func)) return;
-            for (const Load *l : loads_of(op->value)) {
-                found = found || is_accumulator(l->name, func);
-            }
-        }
-    } v(func);
-    s.accept(&v);
-    return v.found;
-}
-
 /** Whether a loop inside `s` holds an update of `func`. */
 bool loop_inside_updates(const Stmt &s, const std::string &func) {
     struct V : IRVisitor {
@@ -61,7 +38,7 @@ bool loop_inside_updates(const Stmt &s, const std::string &func) {
         }
         using IRVisitor::visit;
         void visit(const For *op) override {
-            found = found || updates(op->body, func);
+            found = found || accumulates_into(op->body, func);
         }
     } v(func);
     s.accept(&v);
@@ -146,7 +123,7 @@ private:
             if (stages_of(u) < 2) continue;
             int last = -1;
             for (size_t i = 0; i < stmts.size(); i++) {
-                if (updates(stmts[i], u.accumulator)) last = (int)i;
+                if (accumulates_into(stmts[i], u.accumulator)) last = (int)i;
             }
             if (last < 0 || last + 1 >= (int)stmts.size() || !is_barrier(stmts.back())) continue;
             StreamingLoop l;
@@ -212,7 +189,7 @@ private:
         }
         if (op->for_type == ForType::Serial && !threads.empty()) {
             for (const TensorCoreUse &u : uses) {
-                if (u.width > 0 && !is_guarded_k_loop(op) && updates(op->body, u.accumulator) &&
+                if (u.width > 0 && !is_guarded_k_loop(op) && accumulates_into(op->body, u.accumulator) &&
                     !loop_inside_updates(op->body, u.accumulator)) {
                     return rewrite(op, u);
                 }

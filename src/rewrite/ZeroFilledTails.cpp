@@ -94,24 +94,8 @@ std::map<std::string, OperandTiles> tensor_core_operand_tiles(const std::vector<
     return result;
 }
 
-/** Calls f on each Store of `s`. */
-template<typename F>
-void visit_stores(const Stmt &s, F f) {
-    struct V : IRVisitor {
-        F &f;
-        explicit V(F &f) : f(f) {
-        }
-        using IRVisitor::visit;
-        void visit(const Store *op) override {
-            f(op);
-            IRVisitor::visit(op);
-        }
-    } v(f);
-    s.accept(&v);
-}
-
 /** The first serial loop in a chunk loop's body whose extent is not a constant and which
- * accumulates into one of `accumulators` (buffer `P` or `P.0`), with the lets between the chunk
+ * accumulates into one of `accumulators` (accumulates_into), with the lets between the chunk
  * loop and it, outermost first. */
 struct GuardedStep {
     const For *loop = nullptr;
@@ -133,13 +117,10 @@ GuardedStep find_guarded_step(const Stmt &chunk_body, const std::map<std::string
             lets.pop_back();
         }
         std::string accumulated(const Stmt &body) const {
-            std::string name;
-            visit_stores(body, [&](const Store *st) {
-                for (const auto &a : accumulators) {
-                    if (st->name == a.first || st->name == a.first + ".0") name = a.first;
-                }
-            });
-            return name;
+            for (const auto &a : accumulators) {
+                if (accumulates_into(body, a.first)) return a.first;
+            }
+            return "";
         }
         void visit(const For *op) override {
             if (found.loop) return;
