@@ -55,10 +55,40 @@ void KernelContext::push_loop(const For *op) {
 
 Interval KernelContext::bounds(const Expr &e) const {
     Scope<Interval> scope;
+    std::vector<std::string> names;
     for (const auto &l : loops) {
         scope.push(l.first, l.second);
+        names.push_back(l.first);
     }
-    return bounds_of_expr_in_scope(inline_lets(e), scope);
+    const Expr inlined = inline_lets(e);
+    Expr collected = inlined;
+    if (const Ramp *r = inlined.as<Ramp>()) {
+        collected = Ramp::make(collect_terms(r->base, names), r->stride, r->lanes);
+    } else if (!inlined.type().is_vector()) {
+        collected = collect_terms(inlined, names);
+    }
+    const Interval as_written = bounds_of_expr_in_scope(inlined, scope);
+    if (collected.same_as(inlined)) return as_written;
+    // Both bound e; the solver's form is tighter where terms cancel, and may be looser where it
+    // moves a variable across a division. Each end: the tighter constant, else as written.
+    const Interval solved = bounds_of_expr_in_scope(collected, scope);
+    auto tighter = [](const Expr &written, const Expr &solved, bool lower) {
+        const Expr a = simplify(written), b = simplify(solved);
+        const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
+        if (ca && cb) return (lower ? *ca >= *cb : *ca <= *cb) ? a : b;
+        return cb ? b : a;
+    };
+    return Interval(tighter(as_written.min, solved.min, true), tighter(as_written.max, solved.max, false));
+}
+
+Expr collect_terms(Expr e, const std::vector<std::string> &vars) {
+    bool solved = false;
+    for (const std::string &v : vars) {
+        if (!expr_uses_var(e, v)) continue;
+        e = solve_expression(e, v).result;
+        solved = true;
+    }
+    return solved ? simplify(e) : e;
 }
 
 void KernelContextVisitor::visit(const For *op) {

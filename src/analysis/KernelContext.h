@@ -35,9 +35,15 @@ struct KernelContext {
 
     void push_loop(const Halide::Internal::For *op);
 
-    /** Bounds of `e` over the loop ranges, with the lets inlined. */
+    /** Bounds of `e` over the loop ranges, with the lets inlined and each loop's terms
+     * collected (collect_terms). */
     Halide::Internal::Interval bounds(const Halide::Expr &e) const;
 };
+
+/** `e` with the terms of each of `vars` collected into one (Halide's solver), so that a
+ * variable that a copy's index adds in one let and subtracts in another cancels: the
+ * simplifier leaves ((t - ko) * 4 + (ko * 4 + u)) * 8, whose bounds span ko's whole range. */
+Halide::Expr collect_terms(Halide::Expr e, const std::vector<std::string> &vars);
 
 /** The largest value of a loop variable whose largest value is `max` (min + extent - 1, the
  * lets inlined): `max` itself, or where that is not a constant, a constant bound of it if

@@ -213,6 +213,7 @@ public:
         Expr index;                        // lets substituted
         std::vector<const For *> threads;  // enclosing gpu thread loops, outer first
         const For *k_loop;                 // the innermost serial loop inside them
+        Expr k_extent;                     // its extent, lets but the buffers' fields substituted
     };
     std::vector<Update> updates;
     const Allocate *allocation = nullptr;
@@ -248,11 +249,16 @@ private:
     void visit(const Store *op) override {
         IRVisitor::visit(op);
         if (!accumulates_into(Stmt(op), func)) return;
-        Expr index = op->index;
+        const For *k_loop = serial.empty() ? nullptr : serial.back();
+        Expr index = op->index, k_extent = k_loop ? k_loop->extent : Expr();
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
             index = substitute(it->first, it->second, index);
+            // The buffers' fields stay their names (A.extent.0), for the error below to read.
+            const Call *field = it->second.as<Call>();
+            if (k_extent.defined() && !(field && starts_with(field->name, "_halide_buffer_get_")))
+                k_extent = substitute(it->first, it->second, k_extent);
         }
-        updates.push_back({index, threads, serial.empty() ? nullptr : serial.back()});
+        updates.push_back({index, threads, k_loop, k_extent});
     }
 };
 
@@ -299,6 +305,19 @@ void Checker::check_lanes(const Stmt &s, TensorCoreUse &use) const {
     const int64_t *width = &*bound_width;
     use.width = *width;
     for (const FindUpdates::Update &u : find.updates) {
+        // Here only where every update is a guarded tail (the others are erased above). Where its
+        // step count is at most a constant, it is the last chunk of a K the chunk does not
+        // divide, which the pass could not zero-fill (rewrite/ZeroFilledTails.h).
+        const bool tail =
+            u.k_loop && is_guarded_k_loop(u.k_loop) && is_const(find_constant_bound(u.k_extent, Direction::Upper));
+        user_assert(!tail)
+            << who << ": the reduction of " << user_name(name) << " inside one staged chunk, " << u.k_loop->name
+            << ", has no constant extent (" << simplify(u.k_extent) << "): it is the guarded last chunk of a K the "
+            << "chunk does not divide. Tensor cores run that chunk whole with the operands zero past K if "
+            << user_name(use.a) << " and " << user_name(use.b) << " are computed at the chunk loop in tiles of "
+            << "constant extents: bound every dimension of each (Func::bound_extent: the chunk along K, the block "
+            << "tile along M or N) and clamp their reads of the inputs. Or make K a multiple of the chunk "
+            << "(specialize on it).\n";
         const int64_t *kt = u.k_loop ? as_const_int(u.k_loop->extent) : nullptr;
         user_assert(kt && *kt % 16 == 0)
             << who << ": the reduction of " << user_name(name) << " inside one staged chunk must be a serial loop "

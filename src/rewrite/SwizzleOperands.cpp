@@ -173,19 +173,12 @@ private:
         // simplifier leaves: ((t - (ko + 2)) * 2 + ((ko + 2) * 2 + u)) * 8 bounds as ko's whole
         // range. Collecting each such variable's terms (the solver's job) cancels them, and
         // what remains has tight bounds and shows the alignment Halide did not record.
-        auto collect_terms = [&](Expr x) {
-            for (const std::string &v : loops) {
-                if (expr_uses_var(x, v)) x = solve_expression(x, v).result;
-            }
-            for (const std::string &f : slot_terms.fields) {
-                if (expr_uses_var(x, f)) x = solve_expression(x, f).result;
-            }
-            return simplify(x);
-        };
+        std::vector<std::string> terms = loops;
+        terms.insert(terms.end(), slot_terms.fields.begin(), slot_terms.fields.end());
         if (const Ramp *r = bounded_index.as<Ramp>()) {
-            bounded_index = Ramp::make(collect_terms(r->base), r->stride, r->lanes);
+            bounded_index = Ramp::make(simplify(collect_terms(r->base, terms)), r->stride, r->lanes);
         } else {
-            bounded_index = collect_terms(bounded_index);
+            bounded_index = simplify(collect_terms(bounded_index, terms));
         }
         a.alignment = alignment;
         if (const Ramp *r = bounded_index.as<Ramp>()) {

@@ -108,9 +108,9 @@ public:
 };
 
 /** out(n, m) = sum_k A(k, m) B(n, k) on tensor cores: tc_test::Gemm with copies that read
- * zeros outside the inputs (any M, N and K), f16 or bf16, A K- or M-major and B N- or K-major
- * in shared memory, `stages` shared stages, `register_stages` stages of the fragments, copies
- * of `vector` elements. */
+ * zeros outside the inputs (any M, N and K; past K the pass's zero fill where k_tail), f16 or
+ * bf16, A K- or M-major and B N- or K-major in shared memory, `stages` shared stages,
+ * `register_stages` stages of the fragments, copies of `vector` elements. */
 class TestingTensorCoreGemm : public Halide::Generator<TestingTensorCoreGemm> {
 public:
     enum class Element { F16, BF16 };
@@ -125,6 +125,8 @@ public:
     GeneratorParam<int> stages{"stages", 1, 1, 8};
     GeneratorParam<int> vector{"vector", 1, 1, 8};
     GeneratorParam<int> register_stages{"register_stages", 1, 1, 4};
+    // tc_test::Gemm::k_tail: K split with a guarded last chunk, which the pass zero-fills.
+    GeneratorParam<bool> k_tail{"k_tail", false};
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
     // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
@@ -144,6 +146,7 @@ public:
         g.a_m_major = a_m_major, g.b_k_major = b_k_major, g.stages = stages, g.vector = vector;
         g.register_stages = register_stages;
         g.guarded = true;
+        g.k_tail = k_tail;
         out = g.define(*A, *B);
     }
 

@@ -29,6 +29,12 @@ struct Gemm {
     bool scaled = false;      // P += 2 * f32(A) * f32(B)
     bool f64_accumulator = false;
     bool guarded = false;  // the copies read zeros outside A and B: any M, N and K (see define())
+    // With guarded: K is one reduction over [0, K) split into chunks of tile_k with a guarded
+    // last chunk (a K the tile does not divide), the copies clamp k instead of zeroing past K,
+    // and the tiles are bounded to constant extents (bound_extent), so that the pass zero-fills
+    // the last chunk's tail (rewrite/ZeroFilledTails.h). bound_tiles = false leaves them unbounded.
+    bool k_tail = false;
+    bool bound_tiles = true;
     bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
     bool second_update = false;  // P += f32(A) * f32(B) twice
     bool unroll_k = false;       // the reduction inside a chunk unrolled (no k loop for the mma steps)
@@ -59,14 +65,24 @@ struct Gemm {
             auto index = [&](const Expr &i, const Expr &extent, bool vectorized) {
                 return vector > 1 && vectorized ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
             };
-            A_sh(k, m) = select(k < K && m < M, A(index(k, K, !a_m_major), index(m, M, a_m_major)), cast(a_type, 0));
-            B_sh(n, k) = select(k < K && n < N, B(index(n, N, !b_k_major), index(k, K, b_k_major)), cast(b_type, 0));
+            // With k_tail nothing zeroes past K here: the pass does.
+            Expr inside_k = k_tail ? Internal::const_true() : k < K;
+            A_sh(k, m) = select(inside_k && m < M, A(index(k, K, !a_m_major), index(m, M, a_m_major)), cast(a_type, 0));
+            B_sh(n, k) = select(inside_k && n < N, B(index(n, N, !b_k_major), index(k, K, b_k_major)), cast(b_type, 0));
         } else {
             A_sh(k, m) = A(k, m);
             B_sh(n, k) = B(n, k);
         }
         RDom r(0, tile_k, 0, guarded ? (K + tile_k - 1) / tile_k : K / tile_k, "r");
         Expr rk = r.y * tile_k + r.x;
+        RVar within_chunk = r.x, chunk = r.y;
+        if (k_tail) {
+            RDom rt(0, K, "rt");
+            r = rt;
+            rk = rt.x;
+            within_chunk = RVar("rt_ki");
+            chunk = RVar("rt_ko");
+        }
         const Type acc = f64_accumulator ? Float(64) : Float(32);
         Expr a = a_unstaged ? A(rk, y) : A_sh(a_strided ? 2 * rk : rk, a_gapped ? y + y / 16 : y);
         prod(x, y) = cast(acc, 0);
@@ -77,6 +93,7 @@ struct Gemm {
         }
         if (second_update) prod(x, y) += cast(acc, a) * cast(acc, B_sh(x, rk));
         out(x, y) = prod(x, y);
+        if (k_tail) prod.update().split(r.x, chunk, within_chunk, tile_k, TailStrategy::GuardWithIf);
 
         out.tile(x, y, xo, yo, xi, yi, block_n, block_m, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
         prod.compute_at(out, xo).store_in(MemoryType::Register).bound_extent(x, block_n).bound_extent(y, block_m);
@@ -84,13 +101,13 @@ struct Gemm {
         if (threads == Threads::TensorCore) {
             alcop::schedule_tensor_core_tile(out, xi, yi, warp_m, warp_n);
             alcop::schedule_tensor_core_tile(prod, x, y, warp_m, warp_n);
-            alcop::schedule_tensor_core_tile(prod.update(), x, y, warp_m, warp_n, {r.x}, {r.y});
-            if (unroll_k) prod.update().unroll(r.x);
+            alcop::schedule_tensor_core_tile(prod.update(), x, y, warp_m, warp_n, {within_chunk}, {chunk});
+            if (unroll_k) prod.update().unroll(within_chunk);
         } else if (threads == Threads::OneThread) {
             // No gpu_threads in the kernel: one thread of each block copies and computes its
             // tile. (Where any Func of a kernel has threads, Halide puts the others inside the
             // same thread loops.)
-            prod.update().reorder(x, y, r.x, r.y);
+            prod.update().reorder(x, y, within_chunk, chunk);
         } else {
             // The SIMT register tiling of the fp32 generators: thread (tx, ty) holds a
             // contiguous tm x tn tile. Threads::Simt: 32 x 2 threads (whole warps, wrong
@@ -104,7 +121,7 @@ struct Gemm {
             prod.tile(x, y, tx, ty, xr, yr, tn, tm).reorder(xr, yr, tx, ty).gpu_threads(tx, ty).unroll(xr).unroll(yr);
             prod.update()
                 .tile(x, y, tx, ty, xr, yr, tn, tm)
-                .reorder(xr, yr, r.x, tx, ty, r.y)
+                .reorder(xr, yr, within_chunk, tx, ty, chunk)
                 .gpu_threads(tx, ty)
                 .unroll(xr)
                 .unroll(yr);
@@ -115,7 +132,11 @@ struct Gemm {
             const bool swapped = (f.name() == A_sh.name() && a_m_major) || (f.name() == B_sh.name() && b_k_major);
             Var inner = f.args()[swapped ? 1 : 0], outer = f.args()[swapped ? 0 : 1];
             Var c("c"), co("co"), ci("ci"), fx("fx"), fy("fy"), io("io"), ii("ii");
-            f.compute_at(prod, r.y).store_in(MemoryType::GPUShared);
+            f.compute_at(prod, chunk).store_in(MemoryType::GPUShared);
+            if (k_tail && bound_tiles) {
+                const int outer_extent = f.name() == A_sh.name() ? block_m : block_n;
+                f.bound_extent(k, tile_k).bound_extent(f.name() == A_sh.name() ? m : n, outer_extent);
+            }
             if (vector > 1) {
                 f.split(inner, io, ii, vector).vectorize(ii);
                 inner = io;

@@ -353,4 +353,36 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
     }
 }
 
+// A user's own schedule of a K the k tile does not divide (Gemm::k_tail): one reduction over
+// [0, K) split into chunks of 32 with a guarded last chunk, whose step loop has no constant
+// extent. With tiles of constant bound extents the pass zero-fills that chunk's tail
+// (rewrite/ZeroFilledTails.h): every chunk is mma.sync, and no thread multiplies on its own
+// (no fma.rn.f32). With 16-byte copies (vector 8) the tile's first element is found through the
+// lets of the copy (whose index adds the chunk's k in one and subtracts it in another:
+// collect_terms). Without bound tiles the analysis says what is missing
+// (TensorCoreMisuse.GuardedLastChunkOverUnboundedTiles).
+TEST(TensorCoreGemm, GuardedKTailOfAUsersScheduleIsZeroFilled) {
+    for (Type t : {Float(16), BFloat(16)}) {
+        for (const auto &[stages, vector] : {std::pair{1, 1}, std::pair{3, 8}}) {
+            SCOPED_TRACE(::testing::Message() << t << " stages " << stages << " vector " << vector);
+            tc_test::Gemm g;
+            g.a_type = g.b_type = t;
+            g.guarded = g.k_tail = true;
+            g.stages = stages;
+            g.vector = vector;
+            const std::string ptx = compile(g);
+            ASSERT_FALSE(ptx.empty());
+            const int mma_per_chunk = (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8);
+            EXPECT_GE(count(ptx, "mma.sync"), mma_per_chunk) << ptx;
+            EXPECT_EQ(count(ptx, "mma.sync") % mma_per_chunk, 0);
+            EXPECT_EQ(count(ptx, "fma.rn.f32"), 0) << "a chunk on the threads' multiply-adds";
+            EXPECT_EQ(count(ptx, ".local"), 0);
+            std::printf("%s, %d stages, vector %d, guarded K tail: %d mma.sync, %d fma.rn.f32\n",
+                        t.is_bfloat() ? "bf16" : "f16", stages, vector, count(ptx, "mma.sync"),
+                        count(ptx, "fma.rn.f32"));
+            expect_no_spills(ptx, false);
+        }
+    }
+}
+
 }  // namespace

@@ -210,6 +210,24 @@ TEST(TensorCoreMisuse, ReductionOfAChunkUnrolled) {
     EXPECT_NE(e.find(".s1.r$y of extent"), std::string::npos) << e;
 }
 
+// A K the chunk does not divide, split with a guarded last chunk (Gemm::k_tail), over tiles of
+// no bound extents: the pass cannot zero-fill the tail in them (rewrite/ZeroFilledTails.h), so
+// no update is left for mma.sync. The error names the operands and what makes it run; with the
+// tiles bounded the same GEMM is accepted.
+TEST(TensorCoreMisuse, GuardedLastChunkOverUnboundedTiles) {
+    Gemm g;
+    g.guarded = g.k_tail = true;
+    g.bound_tiles = false;
+    const std::string e = g.lower();
+    EXPECT_REJECTION(e, "alcop::tensor_cores(prod)", ".s1.rt$x.rt_ki, has no constant extent");
+    EXPECT_NE(e.find("A_sh and B_sh are computed at the chunk loop in tiles of constant extents: bound every "
+                     "dimension of each"),
+              std::string::npos)
+        << e;
+    g.bound_tiles = true;
+    EXPECT_EQ(g.lower(), "");
+}
+
 TEST(TensorCoreMisuse, TargetWithoutTensorCores) {
     Gemm g;
     g.target = "host-cuda-cuda_capability_61";

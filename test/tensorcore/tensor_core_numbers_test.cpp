@@ -20,11 +20,13 @@
 
 #include "tc_gemm_bf16_akm_bnm_s1_v8.h"
 #include "tc_gemm_bf16_akm_bkm_s3_v8.h"
+#include "tc_gemm_bf16_akm_bkm_s3_v8_ktail.h"
 #include "tc_gemm_bf16_amm_bnm_s3_v1.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1_drop_trans.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1_lane_mapping.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1_unswizzled_rows.h"
+#include "tc_gemm_f16_akm_bkm_s3_v8_ktail.h"
 #include "tc_gemm_f16_akm_bnm_s3_v8.h"
 #include "tc_gemm_f16_amm_bkm_s1_v8.h"
 #include "tc_gemm_f16_amm_bnm_s3_v8_r2.h"
@@ -76,11 +78,14 @@ int mismatches(GemmFn fn, const Element &e, const Shape &s) {
     // A(k, m) and B(n, k), rounded; the kernels get their bits.
     // Allocations of whole tiles (64: blocks and K tiles), cropped to the matrices: the vector
     // copies read whole vectors past the edges (tc_test::Gemm::define), and ask for rows of
-    // whole vectors.
+    // whole vectors. Past the matrices they hold NaN, which no output may see.
     std::vector<double> a(s.k * s.m), b(s.n * s.k);
     auto tiles = [](int extent) { return (extent + 63) / 64 * 64; };
     const int k_stride = tiles(s.k), n_stride = tiles(s.n);
     Halide::Runtime::Buffer<void> A(e.type, k_stride, tiles(s.m)), B(e.type, n_stride, tiles(s.k));
+    for (Halide::Runtime::Buffer<void> *in : {&A, &B}) {
+        std::fill_n((uint16_t *)in->data(), in->number_of_elements(), bits_of(std::nan(""), e));
+    }
     for (int y = 0; y < s.m; y++) {
         for (int i = 0; i < s.k; i++) {
             a[y * s.k + i] = round_to(dist(rng), e);
@@ -166,6 +171,15 @@ TEST(TensorCoreNumbers, BF16MMajorAThreeStages) {
 }
 TEST(TensorCoreNumbers, F16BothTransposedThreeStagesTwoRegisterStages) {
     check(tc_gemm_f16_amm_bnm_s3_v8_r2, f16);
+}
+// K split by the user's schedule with a guarded last chunk (tc_test::Gemm::k_tail), whose tiles
+// the pass zero-fills past K (rewrite/ZeroFilledTails.h): the K tails of the shapes (40, 250, 7)
+// on mma markers, with NaN read past K in both operands' vectors.
+TEST(TensorCoreNumbers, F16GuardedKTailZeroFilled) {
+    check(tc_gemm_f16_akm_bkm_s3_v8_ktail, f16);
+}
+TEST(TensorCoreNumbers, BF16GuardedKTailZeroFilled) {
+    check(tc_gemm_bf16_akm_bkm_s3_v8_ktail, bf16);
 }
 
 // The first variant with a defect of the tensor-core rewrite (test/support/TensorCoreFaults.h):
