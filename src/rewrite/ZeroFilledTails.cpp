@@ -157,14 +157,26 @@ private:
     int &producers;
     bool &unreadable;
     const KLayout *layout = nullptr;  ///< inside a tile's producer
+    /** The tile's first element: the least index any of its copies writes (thread 0's first
+     * in the first round; each unrolled round is a store of its own). Undefined while the
+     * producer is read for it. */
+    std::optional<int64_t> tile_first;
+    std::optional<int64_t> least_written;
 
     Stmt visit(const ProducerConsumer *op) override {
         auto t = tiles.find(op->name);
         if (!op->is_producer || t == tiles.end()) return IRMutator::visit(op);
         producers++;
         layout = &t->second;
-        const Stmt body = mutate(op->body);
+        // Two walks of the producer: the first finds the tile's first element, the second
+        // rewrites the copies.
+        least_written.reset();
+        mutate(op->body);
+        tile_first = least_written;
+        if (!tile_first) unreadable = true;
+        const Stmt body = tile_first ? mutate(op->body) : op->body;
         layout = nullptr;
+        tile_first.reset();
         return ProducerConsumer::make(op->name, true, body);
     }
 
@@ -181,20 +193,52 @@ private:
 
     Stmt visit(const Store *op) override {
         if (!layout) return IRMutator::visit(op);
-        // The tile's first element: the least index any copy writes (thread 0's first).
-        const Expr first = op->index.as<Ramp>() ? op->index.as<Ramp>()->base : op->index;
-        const Interval written = ctx.bounds(first);
-        const Expr base = written.has_lower_bound() ? simplify(written.min) : Expr();
-        if (!base.defined() || !is_const(base)) {
-            unreadable = true;
+        const Ramp *ramp = op->index.as<Ramp>();
+        if (!tile_first) {
+            const Interval written = ctx.bounds(ramp ? ramp->base : op->index);
+            const Expr least = written.has_lower_bound() ? simplify(written.min) : Expr();
+            const int64_t *c = least.defined() ? as_const_int(least) : nullptr;
+            if (!c) {
+                unreadable = true;
+            } else if (!least_written || *c < *least_written) {
+                least_written = *c;
+            }
             return op;
         }
-        const Type t = op->index.type();
-        const Expr k = ((op->index - make_const(t, *as_const_int(base))) / make_const(t, layout->stride)) %
-                       make_const(t, layout->extent);
-        const Expr inside = k < (t.is_vector() ? Broadcast::make(trips, t.lanes()) : trips);
-        const Expr value = select(inside, op->value, make_zero(op->value.type()));
+        const Expr inside = inside_k(op);
+        // Into the copy's own zero fill where it has one (a select of a guarded copy), so that
+        // the copy lowering reads one condition (a cp.async's src-size).
+        const Select *fill = op->value.as<Select>();
+        const Expr value = fill && is_const_zero(fill->false_value) ?
+                               select(fill->condition && inside, fill->true_value, fill->false_value) :
+                               select(inside, op->value, make_zero(op->value.type()));
         return Store::make(op->name, value, op->index, op->param, op->predicate, op->alignment);
+    }
+
+    /** Where the store's elements lie before the step count along k. A vector along k, in one
+     * row of it, is a ramp of k against the count, and one across k rows (a vector along M or
+     * N) is the same k for all its lanes: the forms the copy lowering reads as a prefix of the
+     * lanes (cp.async's src-size). Elsewhere each lane's k. */
+    Expr inside_k(const Store *op) const {
+        const Type t = op->index.type().element_of();
+        const Expr first = make_const(t, *tile_first);
+        const Expr stride = make_const(t, layout->stride), k_extent = make_const(t, layout->extent);
+        const Ramp *ramp = op->index.as<Ramp>();
+        if (!ramp) return (op->index - first) / stride % k_extent < trips;
+        const int lanes = ramp->lanes;
+        // The vector starts at a multiple of its lanes from the tile's first element.
+        const ModulusRemainder &a = op->alignment;
+        const bool whole = is_const_one(ramp->stride) && a.modulus % lanes == 0 &&
+                           mod_imp(a.remainder - *tile_first, (int64_t)lanes) == 0;
+        if (whole && layout->stride == 1 && layout->extent % lanes == 0) {
+            return Ramp::make((ramp->base - first) % k_extent, make_one(t), lanes) < Broadcast::make(trips, lanes);
+        }
+        if (whole && layout->stride % lanes == 0) {
+            return Broadcast::make((ramp->base - first) / stride % k_extent < trips, lanes);
+        }
+        return (op->index - Broadcast::make(first, lanes)) / Broadcast::make(stride, lanes) %
+                   Broadcast::make(k_extent, lanes) <
+               Broadcast::make(trips, lanes);
     }
 };
 

@@ -17,9 +17,12 @@
  * the k tile does not divide: the Alcop autoscheduler's generic one). Where the accumulator P
  * asks for tensor cores and both operands are staged per chunk, this pass makes each copy
  * into an operand's tile write 0 where the element's k coordinate in the chunk is at least the
- * step loop's extent (the tile's layout from its Func: storage order and bound extents), and
- * gives the step loop the tile's extent along K. The products it adds are 0 x 0: exact, also
- * where the operands past K hold infinities or NaNs.
+ * step loop's extent (the tile's layout from its Func: storage order and bound extents; its
+ * first element the least index any copy of it writes), and gives the step loop the tile's
+ * extent along K. The products it adds are 0 x 0: exact, also where the operands past K hold
+ * infinities or NaNs. A copy's own zero fill (select(c, A[...], 0)) takes the new condition
+ * into c, and a 16-byte vector along k is zeroed as a prefix of its lanes: the form the copy
+ * lowering makes one cp.async of, its src-size zero-filling past K (copy/CopyLowering.h).
  *
  * Assumes: the lowered Stmt the pass receives, the tiles computed at the chunk loop (their k
  * coordinate starts at the chunk's first reduction index) and read in it only where the step

@@ -127,6 +127,8 @@ public:
     GeneratorParam<int> register_stages{"register_stages", 1, 1, 4};
     // tc_test::Gemm::k_tail: K split with a guarded last chunk, which the pass zero-fills.
     GeneratorParam<bool> k_tail{"k_tail", false};
+    // tc_test::Gemm::unroll_copies: each round of copies its own store.
+    GeneratorParam<bool> unroll_copies{"unroll_copies", false};
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
     // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
@@ -147,6 +149,7 @@ public:
         g.register_stages = register_stages;
         g.guarded = true;
         g.k_tail = k_tail;
+        g.unroll_copies = unroll_copies;
         out = g.define(*A, *B);
     }
 

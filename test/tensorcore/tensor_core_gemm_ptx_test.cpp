@@ -359,8 +359,9 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
 // (rewrite/ZeroFilledTails.h): every chunk is mma.sync, and no thread multiplies on its own
 // (no fma.rn.f32). With 16-byte copies (vector 8) the tile's first element is found through the
 // lets of the copy (whose index adds the chunk's k in one and subtracts it in another:
-// collect_terms). Without bound tiles the analysis says what is missing
-// (TensorCoreMisuse.GuardedLastChunkOverUnboundedTiles).
+// collect_terms), and every copy is a cp.async whose src-size zero-fills past K: no copy is
+// left synchronous or staged through registers (no ld.global, no st.shared). Without bound
+// tiles the analysis says what is missing (TensorCoreMisuse.GuardedLastChunkOverUnboundedTiles).
 TEST(TensorCoreGemm, GuardedKTailOfAUsersScheduleIsZeroFilled) {
     for (Type t : {Float(16), BFloat(16)}) {
         for (const auto &[stages, vector] : {std::pair{1, 1}, std::pair{3, 8}}) {
@@ -377,9 +378,15 @@ TEST(TensorCoreGemm, GuardedKTailOfAUsersScheduleIsZeroFilled) {
             EXPECT_EQ(count(ptx, "mma.sync") % mma_per_chunk, 0);
             EXPECT_EQ(count(ptx, "fma.rn.f32"), 0) << "a chunk on the threads' multiply-adds";
             EXPECT_EQ(count(ptx, ".local"), 0);
-            std::printf("%s, %d stages, vector %d, guarded K tail: %d mma.sync, %d fma.rn.f32\n",
+            if (vector == 8) {
+                const kernel_source::SrcSizes sizes = kernel_source::src_sizes(ptx, "cp.async.cg.shared.global", 16);
+                EXPECT_GT(sizes.computed.size(), 0u) << ptx;
+                EXPECT_EQ(count(ptx, "ld.global"), 0) << "a copy left synchronous or staged through registers";
+                EXPECT_EQ(count(ptx, "st.shared"), 0) << "a copy left synchronous or staged through registers";
+            }
+            std::printf("%s, %d stages, vector %d, guarded K tail: %d mma.sync, %d fma.rn.f32, %d cp.async.cg\n",
                         t.is_bfloat() ? "bf16" : "f16", stages, vector, count(ptx, "mma.sync"),
-                        count(ptx, "fma.rn.f32"));
+                        count(ptx, "fma.rn.f32"), count(ptx, "cp.async.cg.shared.global [%r"));
             expect_no_spills(ptx, false);
         }
     }

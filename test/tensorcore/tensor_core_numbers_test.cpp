@@ -29,6 +29,7 @@
 #include "tc_gemm_f16_akm_bkm_s3_v8_ktail.h"
 #include "tc_gemm_f16_akm_bnm_s3_v8.h"
 #include "tc_gemm_f16_amm_bkm_s1_v8.h"
+#include "tc_gemm_f16_amm_bnm_s3_v1_ktail_unrolled.h"
 #include "tc_gemm_f16_amm_bnm_s3_v8_r2.h"
 
 #include <gtest/gtest.h>
@@ -180,6 +181,9 @@ TEST(TensorCoreNumbers, F16GuardedKTailZeroFilled) {
 }
 TEST(TensorCoreNumbers, BF16GuardedKTailZeroFilled) {
     check(tc_gemm_bf16_akm_bkm_s3_v8_ktail, bf16);
+}
+TEST(TensorCoreNumbers, F16GuardedKTailZeroFilledInUnrolledRounds) {
+    check(tc_gemm_f16_amm_bnm_s3_v1_ktail_unrolled, f16);
 }
 
 // The first variant with a defect of the tensor-core rewrite (test/support/TensorCoreFaults.h):
