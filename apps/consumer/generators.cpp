@@ -1,4 +1,4 @@
-// Three GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), and a softmax over rows, as a user of
+// Four GEMMs, out(x, y) = sum_k A(k, y) * B(x, k), and a softmax over rows, as a user of
 // Halide-ALCOP writes them.
 
 #include "Halide.h"
@@ -136,6 +136,55 @@ public:
     }
 };
 
+// An fp16 GEMM on tensor cores scheduled by hand, its sizes all runtime ones: one reduction
+// over [0, K) split into chunks of 32 with a guarded last chunk (any K), 64 x 64 blocks of four
+// 32 x 32 warps (alcop::schedule_tensor_core_tile), the chunks' tiles of constant extents read
+// at clamped coordinates, copied by all 128 threads and pipelined 3 deep. The pass zero-fills
+// the last chunk's tiles past K, so that every chunk is mma.sync (docs/usage.md, "Tensor
+// cores"). CUDA sm_80 only: alcop_inspect reports it.
+class OwnTensorCoreGemm : public Generator<OwnTensorCoreGemm> {
+public:
+    Input<Buffer<float16_t>> A{"A", 2};
+    Input<Buffer<float16_t>> B{"B", 2};
+    Output<Buffer<float>> out{"out", 2};
+
+    void generate() {
+        Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
+        A_sh(k, y) = A(clamp(k, 0, K - 1), clamp(y, 0, M - 1));
+        B_sh(x, k) = B(clamp(x, 0, N - 1), clamp(k, 0, K - 1));
+        r = RDom(0, K, "r");
+        prod(x, y) = 0.0f;
+        prod(x, y) += cast<float>(A_sh(r, y)) * cast<float>(B_sh(x, r));
+        out(x, y) = prod(x, y);
+    }
+
+    void schedule() {
+        Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        RVar ko("ko"), ki("ki");
+        out.tile(x, y, xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
+        prod.compute_at(out, xo).store_in(MemoryType::Register).bound_extent(x, block).bound_extent(y, block);
+        prod.update().split(r, ko, ki, tile_k, TailStrategy::GuardWithIf);
+        alcop::schedule_tensor_core_tile(out, xi, yi, warp, warp);
+        alcop::schedule_tensor_core_tile(prod, x, y, warp, warp);
+        alcop::schedule_tensor_core_tile(prod.update(), x, y, warp, warp, {ki}, {ko});
+        const int threads = (block / warp) * (block / warp) * 32;
+        A_sh.compute_at(prod, ko).store_in(MemoryType::GPUShared).bound_extent(k, tile_k).bound_extent(y, block);
+        alcop::schedule_staged_copy(A_sh, {k, y}, 1, 32, threads);
+        B_sh.compute_at(prod, ko).store_in(MemoryType::GPUShared).bound_extent(x, block).bound_extent(k, tile_k);
+        alcop::schedule_staged_copy(B_sh, {x, k}, 1, 32, threads);
+        A_sh.pipeline(3);
+        B_sh.pipeline(3);
+        prod.tensor_cores(warp, warp);
+        alcop::enable(get_pipeline(), get_target());
+    }
+
+private:
+    static constexpr int block = 64, warp = 32, tile_k = 32;
+    Var x{"x"}, y{"y"}, k{"k"};
+    RDom r;
+    alcop::Func A_sh{"A_sh"}, B_sh{"B_sh"}, prod{"prod"};
+};
+
 // Softmax over each row, written plainly: the Alcop autoscheduler recognizes its row reductions
 // and gives each row a warp's lanes.
 class PlainSoftmax : public Generator<PlainSoftmax> {
@@ -161,3 +210,4 @@ HALIDE_REGISTER_GENERATOR(TiledGemm, tiled_gemm)
 HALIDE_REGISTER_GENERATOR(PlainGemm, plain_gemm)
 HALIDE_REGISTER_GENERATOR(PlainGemmF16, plain_gemm_f16)
 HALIDE_REGISTER_GENERATOR(PlainSoftmax, plain_softmax)
+HALIDE_REGISTER_GENERATOR(OwnTensorCoreGemm, own_tc_gemm)

@@ -118,6 +118,14 @@ Halide::Stage schedule_tensor_core_tile(Halide::Stage stage, Halide::Var x, Hali
  * x and even row strides, which the caller declares). Returns f. */
 Halide::Func schedule_tensor_core_tile(Halide::Func f, Halide::Var x, Halide::Var y, int warp_m, int warp_n);
 
+/** The same on a Generator's Output, which converts to a Func and to a Stage alike (the two
+ * overloads above would be ambiguous). */
+template<typename T>
+Halide::Func schedule_tensor_core_tile(const Halide::GeneratorOutput<T> &output, Halide::Var x, Halide::Var y,
+                                       int warp_m, int warp_n) {
+    return schedule_tensor_core_tile(static_cast<Halide::Func>(output), x, y, warp_m, warp_n);
+}
+
 /** The SIMT counterpart of schedule_tensor_core_tile: schedules `stage` (a contraction's output,
  * or the pure definition or update of its accumulator) over an already tiled block tile, each
  * thread a `thread_m` x `thread_n` register tile. Splits x (N) by thread_n and y (M) by thread_m
