@@ -139,12 +139,12 @@ GuardedStep find_guarded_step(const Stmt &chunk_body, const std::map<std::string
 }
 
 /** Inside a chunk loop: the copies of the operand tiles write 0 past `trips` along k, and
- * the step loop runs `extent` trips. */
+ * the step loop runs `steps` trips. */
 class ZeroFillProducers : public KernelContextMutator {
 public:
-    ZeroFillProducers(KernelContext ctx, const OperandTiles &tiles, Expr trips, const For *step, int64_t extent,
+    ZeroFillProducers(KernelContext ctx, const OperandTiles &tiles, Expr trips, const For *step, int64_t steps,
                       int &producers, bool &unreadable)
-        : KernelContextMutator(std::move(ctx)), tiles(tiles), trips(std::move(trips)), step(step), extent(extent),
+        : KernelContextMutator(std::move(ctx)), tiles(tiles), trips(std::move(trips)), step(step), steps(steps),
           producers(producers), unreadable(unreadable) {
     }
 
@@ -153,7 +153,7 @@ private:
     const OperandTiles &tiles;
     const Expr trips;
     const For *step;
-    const int64_t extent;
+    const int64_t steps;
     int &producers;
     bool &unreadable;
     const KLayout *layout = nullptr;  ///< inside a tile's producer
@@ -182,7 +182,7 @@ private:
 
     Stmt visit(const For *op) override {
         if (op == step) {
-            return For::make(op->name, op->min, make_const(op->extent.type(), extent), op->for_type, op->device_api,
+            return For::make(op->name, op->min, make_const(op->extent.type(), steps), op->for_type, op->device_api,
                              op->body);
         }
         ctx.push_loop(op);
@@ -272,10 +272,6 @@ private:
         const GuardedStep step = find_guarded_step(chunk->body, accumulators);
         if (!step.loop) return Stmt();
         const OperandTiles &tiles = accumulators.at(step.accumulator);
-        const int64_t extent = tiles.begin()->second.extent;
-        for (const auto &t : tiles) {
-            if (t.second.extent != extent) return Stmt();
-        }
         // The step loop's extent where the producers are: the lets inside the chunk loop inlined.
         Expr trips = step.loop->extent;
         for (auto it = step.lets.rbegin(); it != step.lets.rend(); ++it) {
@@ -284,13 +280,18 @@ private:
         trips = simplify(trips);
         KernelContext inside = ctx;
         inside.push_loop(chunk);
+        // A whole chunk's steps: the most the count takes, which each tile must hold along K.
         const Interval range = inside.bounds(trips);
-        if (!range.has_upper_bound() || !can_prove(range.max <= make_const(trips.type(), extent))) return Stmt();
+        const int64_t *steps = range.has_upper_bound() ? as_const_int(range.max) : nullptr;
+        if (!steps) return Stmt();
+        for (const auto &t : tiles) {
+            if (t.second.extent < *steps) return Stmt();
+        }
 
         int producers = 0;
         bool unreadable = false;
         const Stmt body =
-            ZeroFillProducers(inside, tiles, trips, step.loop, extent, producers, unreadable).mutate(chunk->body);
+            ZeroFillProducers(inside, tiles, trips, step.loop, *steps, producers, unreadable).mutate(chunk->body);
         if (unreadable || producers != (int)tiles.size()) return Stmt();
         return For::make(chunk->name, chunk->min, chunk->extent, chunk->for_type, chunk->device_api, body);
     }

@@ -35,6 +35,7 @@ struct Gemm {
     // the last chunk's tail (rewrite/ZeroFilledTails.h). bound_tiles = false leaves them unbounded.
     bool k_tail = false;
     bool bound_tiles = true;
+    int k_bound = 0;             // with k_tail: the tiles' bound extent along k (0: tile_k)
     bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
     bool second_update = false;  // P += f32(A) * f32(B) twice
     bool unroll_k = false;       // the reduction inside a chunk unrolled (no k loop for the mma steps)
@@ -135,7 +136,8 @@ struct Gemm {
             f.compute_at(prod, chunk).store_in(MemoryType::GPUShared);
             if (k_tail && bound_tiles) {
                 const int outer_extent = f.name() == A_sh.name() ? block_m : block_n;
-                f.bound_extent(k, tile_k).bound_extent(f.name() == A_sh.name() ? m : n, outer_extent);
+                f.bound_extent(k, k_bound > 0 ? k_bound : tile_k)
+                    .bound_extent(f.name() == A_sh.name() ? m : n, outer_extent);
             }
             if (vector > 1) {
                 f.split(inner, io, ii, vector).vectorize(ii);
