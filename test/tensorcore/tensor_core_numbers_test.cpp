@@ -19,6 +19,7 @@
 #include "Reference.h"
 
 #include "tc_gemm_bf16_akm_bnm_s1_v8.h"
+#include "tc_gemm_bf16_akm_bnm_s3_v8_r2_ktail.h"
 #include "tc_gemm_bf16_akm_bkm_s3_v8.h"
 #include "tc_gemm_bf16_akm_bkm_s3_v8_ktail.h"
 #include "tc_gemm_bf16_amm_bnm_s3_v1.h"
@@ -184,6 +185,9 @@ TEST(TensorCoreNumbers, BF16GuardedKTailZeroFilled) {
 }
 TEST(TensorCoreNumbers, F16GuardedKTailZeroFilledInUnrolledRounds) {
     check(tc_gemm_f16_amm_bnm_s3_v1_ktail_unrolled, f16);
+}
+TEST(TensorCoreNumbers, BF16GuardedKTailZeroFilledTwoRegisterStages) {
+    check(tc_gemm_bf16_akm_bnm_s3_v8_r2_ktail, bf16);
 }
 
 // The first variant with a defect of the tensor-core rewrite (test/support/TensorCoreFaults.h):
