@@ -273,11 +273,7 @@ private:
         if (!step.loop) return Stmt();
         const OperandTiles &tiles = accumulators.at(step.accumulator);
         // The step loop's extent where the producers are: the lets inside the chunk loop inlined.
-        Expr trips = step.loop->extent;
-        for (auto it = step.lets.rbegin(); it != step.lets.rend(); ++it) {
-            trips = substitute(it->first, it->second, trips);
-        }
-        trips = simplify(trips);
+        const Expr trips = KernelContext{step.lets, {}}.inline_lets(step.loop->extent);
         KernelContext inside = ctx;
         inside.push_loop(chunk);
         // A whole chunk's steps: the most the count takes, which each tile must hold along K.
