@@ -139,9 +139,11 @@ public:
 // An fp16 GEMM on tensor cores scheduled by hand, its sizes all runtime ones: one reduction
 // over [0, K) split into chunks of 32 with a guarded last chunk (any K), 64 x 64 blocks of four
 // 32 x 32 warps (alcop::schedule_tensor_core_tile), the chunks' tiles of constant extents read
-// at clamped coordinates, copied by all 128 threads and pipelined 3 deep. The pass zero-fills
-// the last chunk's tiles past K, so that every chunk is mma.sync (docs/usage.md, "Tensor
-// cores"). CUDA sm_80 only: alcop_inspect reports it.
+// at clamped coordinates in 16-byte vectors by all 128 threads, pipelined 3 deep. The pass
+// zero-fills the last chunk's tiles past K, so that every chunk is mma.sync, and A's vectors
+// along K, clamped to K, become cp.async whose src-size stops at K (the inputs promise 16-byte
+// aligned rows); B's along N stay gathers (docs/usage.md, "Tensor cores"). CUDA sm_80 only:
+// alcop_inspect reports it.
 class OwnTensorCoreGemm : public Generator<OwnTensorCoreGemm> {
 public:
     Input<Buffer<float16_t>> A{"A", 2};
@@ -159,6 +161,12 @@ public:
     }
 
     void schedule() {
+        // What makes a 16-byte vector of A or B one aligned address (cp.async).
+        for (Input<Buffer<float16_t>> *in : {&A, &B}) {
+            in->set_host_alignment(16);
+            in->dim(0).set_min(0);
+            in->dim(1).set_stride((in->dim(1).stride() / 8) * 8);
+        }
         Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
         RVar ko("ko"), ki("ki");
         out.tile(x, y, xo, yo, xi, yi, block, block, TailStrategy::GuardWithIf).gpu_blocks(xo, yo);
@@ -169,9 +177,9 @@ public:
         alcop::schedule_tensor_core_tile(prod.update(), x, y, warp, warp, {ki}, {ko});
         const int threads = (block / warp) * (block / warp) * 32;
         A_sh.compute_at(prod, ko).store_in(MemoryType::GPUShared).bound_extent(k, tile_k).bound_extent(y, block);
-        alcop::schedule_staged_copy(A_sh, {k, y}, 1, 32, threads);
+        alcop::schedule_staged_copy(A_sh, {k, y}, 8, 32, threads);
         B_sh.compute_at(prod, ko).store_in(MemoryType::GPUShared).bound_extent(x, block).bound_extent(k, tile_k);
-        alcop::schedule_staged_copy(B_sh, {x, k}, 1, 32, threads);
+        alcop::schedule_staged_copy(B_sh, {x, k}, 8, 32, threads);
         A_sh.pipeline(3);
         B_sh.pipeline(3);
         prod.tensor_cores(warp, warp);

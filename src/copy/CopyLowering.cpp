@@ -108,6 +108,56 @@ std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
     return uniform.defined() ? select(uniform, count, 0) : count;
 }
 
+/** `index` with each clamp of a ramp, max(min(ramp(g, 1, n), hi), lo), that `condition` keeps
+ * to its own lanes replaced by the ramp: among the condition's conjuncts are ramp(g, 1, n) <
+ * b with b <= hi + 1 and lo <= g, so that every lane it keeps lies in [lo, hi], where the
+ * clamp changes nothing. The zero fill of a reduction's last chunk says so of its coordinate
+ * along K (rewrite/ZeroFilledTails.h), and so does a user's select(k < K, A(clamp(k, 0, K -
+ * 1)), 0) with 0 <= k. The gather so becomes a dense load, which reads past the clamp's bounds
+ * in the lanes the condition zeroes: only a cp.async whose src-size stops at the kept lanes
+ * may take it. Undefined where no clamp is so bounded. */
+Expr unclamped(const Expr &index, const Expr &condition) {
+    const std::vector<Expr> conjuncts = leaves<And>(condition);
+    auto kept_in = [&](const Ramp *r, const Expr &lo, const Expr &hi) {
+        bool below = false, above = false;
+        for (const Expr &c : conjuncts) {
+            const LT *lt = c.as<LT>();
+            const Ramp *cr = lt ? lt->a.as<Ramp>() : nullptr;
+            const Broadcast *b = lt ? lt->b.as<Broadcast>() : nullptr;
+            if (cr && b && is_const_one(cr->stride) && cr->lanes == r->lanes && equal(cr->base, r->base)) {
+                below = below || can_prove(b->value <= hi + 1);
+            }
+            const Broadcast *uniform = c.as<Broadcast>();
+            const LE *le = (uniform ? uniform->value : c).as<LE>();
+            if (le && le->b.type().is_scalar() && equal(le->b, r->base)) above = above || can_prove(lo <= le->a);
+        }
+        return below && above;
+    };
+    class Unclamp : public IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Max *op) override {
+            const Min *m = op->a.as<Min>();
+            const Ramp *r = m ? m->a.as<Ramp>() : nullptr;
+            const Broadcast *hi = m ? m->b.as<Broadcast>() : nullptr;
+            const Broadcast *lo = op->b.as<Broadcast>();
+            if (r && hi && lo && is_const_one(r->stride) && kept_in(r, lo->value, hi->value)) {
+                changed = true;
+                return m->a;
+            }
+            return IRMutator::visit(op);
+        }
+        const std::function<bool(const Ramp *, const Expr &, const Expr &)> kept_in;
+
+    public:
+        bool changed = false;
+        explicit Unclamp(std::function<bool(const Ramp *, const Expr &, const Expr &)> kept_in)
+            : kept_in(std::move(kept_in)) {
+        }
+    } unclamp(kept_in);
+    const Expr result = unclamp.mutate(index);
+    return unclamp.changed ? simplify(result) : Expr();
+}
+
 std::string type_suffix(Type t) {
     return std::string(t.is_float() ? "f" : t.is_int() ? "i" : "u") + std::to_string(t.bits());
 }
@@ -300,7 +350,8 @@ Expr split_by_chunk(const Expr &index, const Scope<Expr> &lets, const Scope<> &c
  * when it does not qualify. A dense copy from an input buffer whose address is not provably
  * aligned to the copy's size sets *unaligned to that input. */
 Stmt async_store(const Store *op, const Expr &index, const Expr &value, const ModulusRemainder &alignment,
-                 const Scope<Expr> &lets, const Scope<> &chunk_vars, Parameter *unaligned) {
+                 const Scope<Expr> &lets, const Scope<> &chunk_vars, const KnownAlignments &known,
+                 Parameter *unaligned) {
     auto stays_synchronous = [&](const char *why) {
         debug(2) << "alcop: copy stays synchronous (" << why << "): " << op->name << "[" << index << "] = " << value
                  << "\n";
@@ -314,6 +365,7 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
 
     const Load *load = value.as<Load>();
     Expr src_bytes = bytes;
+    Expr gathered_densely;  // holds `load` where it is a gather made dense
     if (const Select *s = value.as<Select>()) {
         load = s->true_value.as<Load>();
         std::optional<Expr> valid = leading_true_lanes(s->condition, t.lanes());
@@ -323,6 +375,12 @@ Stmt async_store(const Store *op, const Expr &index, const Expr &value, const Mo
         // select(all, n, 0) stays a select (predicable_src_bytes), n scaled to bytes inside.
         const Select *all = valid->as<Select>();
         src_bytes = all ? select(all->condition, simplify(all->true_value * eb), 0) : simplify(*valid * eb);
+        const Expr index = dense(load->index) ? Expr() : unclamped(load->index, s->condition);
+        if (index.defined() && dense(index)) {
+            gathered_densely = Load::make(load->type, load->name, index, load->image, load->param, load->predicate,
+                                          alignment_of(index.as<Ramp>()->base, known));
+            load = gathered_densely.as<Load>();
+        }
     }
     if (!load || !is_const_one(load->predicate) || !dense(load->index)) return stays_synchronous("not a dense load");
     if (!load->param.defined() || load->param.host_alignment() % bytes != 0 ||
@@ -379,7 +437,8 @@ class SplitCopy : public IRMutator {
 
     bool writes_slot = false;  // the part being built stores into shared memory
 
-    const Scope<> &chunk_vars;  // the variables of the tile's chunk
+    const Scope<> &chunk_vars;     // the variables of the tile's chunk
+    const KnownAlignments &known;  // of the kernel's variables (copy/GlobalAlignment.h)
     Scope<Expr> lets;           // the copy's own lets, in scope
 
     Stmt visit(const LetStmt *op) override {
@@ -409,7 +468,7 @@ class SplitCopy : public IRMutator {
                 Parameter input;
                 Stmt s = async_store(op, whole ? op->index : slice(op->index, first, piece),
                                      whole ? op->value : slice(op->value, first, piece), op->alignment + first, lets,
-                                     chunk_vars, &input);
+                                     chunk_vars, known, &input);
                 if (input.defined()) unaligned.push_back(input);
                 if (!s.defined()) break;
                 pieces.push_back(s);
@@ -437,8 +496,8 @@ class SplitCopy : public IRMutator {
     }
 
 public:
-    SplitCopy(bool async, bool staged, std::string registers, const Scope<> &chunk_vars)
-        : async(async), staged(staged), registers(std::move(registers)), chunk_vars(chunk_vars) {
+    SplitCopy(bool async, bool staged, std::string registers, const Scope<> &chunk_vars, const KnownAlignments &known)
+        : async(async), staged(staged), registers(std::move(registers)), chunk_vars(chunk_vars), known(known) {
     }
 
     Stmt split(const Stmt &copy, bool before_compute) {
@@ -550,9 +609,11 @@ class Lowering : public CopyLowering {
     const CopyKind kind;
     int async_copies = 0;             ///< cp.async made since the last finish()
     std::set<std::string> *warned;  ///< the inputs already said to be unaligned
+    const KnownAlignments &known;   ///< of the kernel's variables (copy/GlobalAlignment.h)
 
 public:
-    Lowering(CopyKind kind, std::set<std::string> *warned) : kind(kind), warned(warned) {
+    Lowering(CopyKind kind, std::set<std::string> *warned, const KnownAlignments &known)
+        : kind(kind), warned(warned), known(known) {
         user_assert(kind != CopyKind::Async || async_copy_rewrite_registered())
             << "alcop: asynchronous copies need the NVPTX rewrite of cp.async markers, which is not registered "
             << "in this process (link the alcop library whole).\n";
@@ -569,7 +630,7 @@ public:
         // The chunk's variables: those of the tile's condition (the streaming loop's).
         Scope<> chunk_vars;
         for (const auto &v : variables_of(in_range)) chunk_vars.push(v.first);
-        SplitCopy split(kind == CopyKind::Async, stageable, registers, chunk_vars);
+        SplitCopy split(kind == CopyKind::Async, stageable, registers, chunk_vars, known);
         IssuedCopy result;
         const Stmt before = split.split(copy, true);
         // Predicated only where that leaves the copy without a branch (a copy that some
@@ -647,8 +708,9 @@ CopyKind copy_kind_of(const Expr &stored) {
     return CopyKind::Synchronous;
 }
 
-std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs) {
-    return std::make_unique<Lowering>(kind, unaligned_inputs);
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs,
+                                                 const KnownAlignments &known) {
+    return std::make_unique<Lowering>(kind, unaligned_inputs, known);
 }
 
 CopyKind copy_kind_for(DeviceAPI device, const Target &target, CopyKind requested) {

@@ -32,6 +32,7 @@
  */
 
 #include "alcop/Directive.h"
+#include "copy/GlobalAlignment.h"
 
 #include <memory>
 #include <set>
@@ -101,8 +102,10 @@ CopyKind copy_kind_of(const Halide::Expr &stored);
 /** The lowering of `kind`. With Async, a copy from an input that is not cp.async only because
  * Halide cannot prove its address aligned is a warning naming the Func, the input and the
  * constraints that are missing, once per input in `unaligned_inputs` (the pass's); a loop none
- * of whose copies became cp.async gets no commit or wait (finish). */
-std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs);
+ * of whose copies became cp.async gets no commit or wait (finish). `known` gives the alignment
+ * of the indices it builds (a gather the copy's zero fill makes dense). */
+std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs,
+                                                 const KnownAlignments &known);
 
 /** The kind for a kernel: what `requested` says, where Auto means Async for CUDA kernels on
  * targets with cuda_capability >= 80 and RegisterStaged for every other GPU kernel. Async is

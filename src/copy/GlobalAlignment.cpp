@@ -23,10 +23,15 @@ class RecoverAlignment : public IRMutator {
         return normalized(modulus_remainder(e, known));
     }
 
+    void learn(const std::string &name, const ModulusRemainder &fact) {
+        known.push(name, fact);
+        if (learned) (*learned)[name] = fact;
+    }
+
     template<typename LetOrLetStmt>
     auto visit_let(const LetOrLetStmt *op) -> decltype(op->body) {
         const bool integer = op->value.type() == Int(32);
-        if (integer) known.push(op->name, alignment_of(op->value));
+        if (integer) learn(op->name, alignment_of(op->value));
         auto result = IRMutator::visit(op);
         if (integer) known.pop(op->name);
         return result;
@@ -58,10 +63,10 @@ class RecoverAlignment : public IRMutator {
         std::string name;
         ModulusRemainder fact;
         const AssertStmt *a = op->first.as<AssertStmt>();
-        const bool learned = a && congruence(a->condition, &name, &fact);
-        if (learned) known.push(name, fact);
+        const bool fact_of_assert = a && congruence(a->condition, &name, &fact);
+        if (fact_of_assert) learn(name, fact);
         Stmt rest = mutate(op->rest);
-        if (learned) known.pop(name);
+        if (fact_of_assert) known.pop(name);
         if (first.same_as(op->first) && rest.same_as(op->rest)) return op;
         return Block::make(first, rest);
     }
@@ -76,12 +81,33 @@ class RecoverAlignment : public IRMutator {
         if (index.same_as(op->index) && predicate.same_as(op->predicate) && alignment == op->alignment) return op;
         return Load::make(op->type, op->name, index, op->image, op->param, predicate, alignment);
     }
+
+public:
+    explicit RecoverAlignment(KnownAlignments *learned = nullptr) : learned(learned) {
+    }
+
+private:
+    KnownAlignments *learned;
 };
 
 }  // namespace
 
 Stmt recover_global_alignment(const Stmt &s) {
     return RecoverAlignment().mutate(s);
+}
+
+KnownAlignments known_alignments(const Stmt &s) {
+    KnownAlignments known;
+    RecoverAlignment(&known).mutate(s);
+    return known;
+}
+
+ModulusRemainder alignment_of(const Expr &e, const KnownAlignments &known) {
+    Scope<ModulusRemainder> scope;
+    for (const auto &[name, fact] : known) {
+        if (expr_uses_var(e, name)) scope.push(name, fact);
+    }
+    return normalized(modulus_remainder(e, scope));
 }
 
 }  // namespace alcop

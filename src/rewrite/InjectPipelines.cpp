@@ -75,6 +75,7 @@ class InjectPipelines : public IRMutator {
     std::map<const Allocate *, std::pair<const KernelPlan *, CopyKind>> allocations;
     std::unique_ptr<CopyLowering> copies;
     std::set<std::string> unaligned_inputs;  ///< said once per pass (make_copy_lowering)
+    const KnownAlignments alignments;        ///< of the Stmt's variables, for the copy lowering
 
     // The anchor of the slots of the allocation being rewritten, in slot_alignment units.
     Expr anchor_units;
@@ -141,7 +142,7 @@ class InjectPipelines : public IRMutator {
             return IRMutator::visit(op);
         }
         const KernelPlan &plan = *it->second.first;
-        copies = make_copy_lowering(it->second.second, &unaligned_inputs);
+        copies = make_copy_lowering(it->second.second, &unaligned_inputs, alignments);
         if (hooks.copies) copies = hooks.copies(std::move(copies));
         internal_assert(op->extents.size() == 1) << "Merged shared allocation " << op->name << " is not flat\n";
         const int bytes = op->type.bytes();
@@ -469,8 +470,9 @@ public:
 
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                     const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks,
-                    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands)
-        : analysis(analysis), options(options), hooks(hooks), tensor_core_operands(tensor_core_operands) {
+                    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands, const Stmt &s)
+        : analysis(analysis), options(options), hooks(hooks), tensor_core_operands(tensor_core_operands),
+          alignments(known_alignments(s)) {
         for (const FragmentLoop &l : fragments) {
             if (l.one_step.defined()) {
                 one_step_bodies[l.one_step.get()] = &l;
@@ -514,7 +516,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
         }
     }
     check_resource_limits(analysis, plans, fragments, options);
-    InjectPipelines inject(analysis, plans, fragments, options, hooks, tensor_core_operands);
+    InjectPipelines inject(analysis, plans, fragments, options, hooks, tensor_core_operands, s);
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();
     return result;

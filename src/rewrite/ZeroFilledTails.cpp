@@ -17,9 +17,12 @@ using namespace Halide::Internal;
 namespace {
 
 /** Where an operand tile keeps the k coordinate: its flat element e lies at k = (e / stride) %
- * extent of the chunk. */
+ * extent of the chunk. Where the tile's definition reads its input at clamp(k, lo, hi) and the
+ * reduction stays inside [lo, hi], the clamp's bounds: it changes no element the zero fill
+ * keeps. */
 struct KLayout {
     int64_t stride = 0, extent = 0;
+    Expr clamp_lo, clamp_hi;
 };
 
 /** The operand tiles of a tensor-core accumulator, keyed by tile (Func) name. */
@@ -62,6 +65,38 @@ std::optional<KLayout> k_layout(const Function &tile, const std::string &k_arg) 
     return k;
 }
 
+/** The bounds of the clamp, max(min(k, hi), lo), through which `tile`'s definition reads its
+ * coordinate `k`, where the reduction `r` that the tile's k coordinate runs over stays inside
+ * them; none where k enters any other clamp, or where that is not proven. */
+std::optional<std::pair<Expr, Expr>> k_clamp(const Function &tile, const std::string &k, const ReductionVariable &r) {
+    struct Clamps : IRVisitor {
+        const std::string &k;
+        std::optional<std::pair<Expr, Expr>> bounds;
+        bool other = false;
+        explicit Clamps(const std::string &k) : k(k) {
+        }
+        using IRVisitor::visit;
+        void visit(const Max *op) override {
+            const Min *m = op->a.as<Min>();
+            if (!m || !expr_uses_var(m->a, k)) return IRVisitor::visit(op);
+            const Variable *v = m->a.as<Variable>();
+            if (!v || v->name != k || expr_uses_var(m->b, k) || expr_uses_var(op->b, k) ||
+                (bounds && !(equal(bounds->first, op->b) && equal(bounds->second, m->b)))) {
+                other = true;
+            }
+            bounds = {op->b, m->b};
+        }
+    } clamps(k);
+    if (tile.definition().values().size() != 1) return std::nullopt;
+    substitute_in_all_lets(tile.definition().values()[0]).accept(&clamps);
+    const Expr last = r.min + r.extent - 1;
+    if (clamps.other || !clamps.bounds || !can_prove(clamps.bounds->first <= r.min) ||
+        !can_prove(last <= clamps.bounds->second)) {
+        return std::nullopt;
+    }
+    return std::make_pair(simplify(clamps.bounds->first), simplify(clamps.bounds->second));
+}
+
 /** Each tensor-core accumulator's two operand tiles, where the update reads each through one
  * argument indexed by the chunked reduction variable and the tile's layout is known
  * (k_layout). */
@@ -75,7 +110,8 @@ std::map<std::string, OperandTiles> tensor_core_operand_tiles(const std::vector<
         // The reduction variable the chunks split (the innermost; a convolution's filter taps
         // are outer ones).
         if (update.schedule().rvars().empty()) continue;
-        const std::string k = update.schedule().rvars()[0].var;
+        const ReductionVariable &rk = update.schedule().rvars()[0];
+        const std::string &k = rk.var;
         const Expr value = substitute_in_all_lets(update.values()[0]);
         OperandTiles tiles;
         for (const Call *c : operand_calls(value, f->first)) {
@@ -85,8 +121,15 @@ std::map<std::string, OperandTiles> tensor_core_operand_tiles(const std::vector<
             }
             auto tile = env.find(staged_operand(f->first, c->name, env));
             if (k_args.size() != 1 || tile == env.end() || k_args[0] >= tile->second.args().size()) break;
-            const std::optional<KLayout> layout = k_layout(tile->second, tile->second.args()[k_args[0]]);
+            const std::string &tile_k = tile->second.args()[k_args[0]];
+            std::optional<KLayout> layout = k_layout(tile->second, tile_k);
             if (!layout) break;
+            // The tile's k coordinate is the reduction's own where the update reads it at r.
+            const Variable *read_at = c->args[k_args[0]].as<Variable>();
+            if (read_at && read_at->name == k) {
+                if (auto clamp = k_clamp(tile->second, tile_k, rk))
+                    std::tie(layout->clamp_lo, layout->clamp_hi) = *clamp;
+            }
             tiles[tile->first] = *layout;
         }
         if (tiles.size() == 2) result[f->first] = tiles;
@@ -205,7 +248,9 @@ private:
             }
             return op;
         }
-        const Expr inside = inside_k(op);
+        Expr inside = inside_k(op);
+        const Expr clamped = inside_clamps(op);
+        if (clamped.defined()) inside = inside && clamped;
         // Into the copy's own zero fill where it has one (a select of a guarded copy), so that
         // the copy lowering reads one condition (a cp.async's src-size).
         const Select *fill = op->value.as<Select>();
@@ -213,6 +258,41 @@ private:
                                select(fill->condition && inside, fill->true_value, fill->false_value) :
                                select(inside, op->value, make_zero(op->value.type()));
         return Store::make(op->name, value, op->index, op->param, op->predicate, op->alignment);
+    }
+
+    /** For a vector along k whose values the tile's definition reads at clamp(k, lo, hi)
+     * (KLayout): each such clamp of the vector, max(min(ramp(g, 1, n), hi), lo), as ramp(g, 1,
+     * n) < hi + 1 and lo <= g. Both hold on every lane inside the step count (its k is the
+     * reduction's, inside [lo, hi]), so they change no value; they are what the copy lowering
+     * reads to make the gather a dense cp.async that zero-fills past K (unclamped in
+     * copy/CopyLowering.cpp). Undefined where there is no such clamp. */
+    Expr inside_clamps(const Store *op) const {
+        const Ramp *ramp = op->index.as<Ramp>();
+        if (!layout->clamp_hi.defined() || !ramp || layout->stride != 1) return Expr();
+        struct Clamps : IRVisitor {
+            const KLayout &layout;
+            const int lanes;
+            Expr facts;
+            Clamps(const KLayout &layout, int lanes) : layout(layout), lanes(lanes) {
+            }
+            using IRVisitor::visit;
+            void visit(const Max *op) override {
+                const Min *m = op->a.as<Min>();
+                const Ramp *r = m ? m->a.as<Ramp>() : nullptr;
+                const Broadcast *hi = m ? m->b.as<Broadcast>() : nullptr;
+                const Broadcast *lo = op->b.as<Broadcast>();
+                if (r && hi && lo && r->lanes == lanes && is_const_one(r->stride) &&
+                    can_prove(hi->value == layout.clamp_hi) && can_prove(lo->value == layout.clamp_lo)) {
+                    const Expr fact =
+                        m->a < Broadcast::make(hi->value + 1, lanes) && Broadcast::make(lo->value <= r->base, lanes);
+                    facts = facts.defined() ? facts && fact : fact;
+                    return;
+                }
+                IRVisitor::visit(op);
+            }
+        } clamps(*layout, ramp->lanes);
+        op->value.accept(&clamps);
+        return clamps.facts;
     }
 
     /** Where the store's elements lie before the step count along k. A vector along k, in one

@@ -23,7 +23,10 @@
  * 0 x 0: exact, also where the operands past K hold infinities or NaNs. A copy's own zero fill
  * (select(c, A[...], 0)) takes the new condition into c, and a 16-byte vector along k is zeroed
  * as a prefix of its lanes: the form the copy lowering makes one cp.async of, its src-size
- * zero-filling past K (copy/CopyLowering.h).
+ * zero-filling past K (copy/CopyLowering.h). Where the tile's definition reads its input at
+ * clamp(k, lo, hi) and the reduction runs inside [lo, hi], such a vector is a gather whose clamp
+ * changes no lane the zero fill keeps; the condition then also says that those lanes lie in
+ * [lo, hi], which the copy lowering reads to load the dense vector instead.
  *
  * Assumes: the lowered Stmt the pass receives, the tiles computed at the chunk loop (their k
  * coordinate starts at the chunk's first reduction index) and read in it only where the step

@@ -55,13 +55,16 @@ done
 grep -qE '^main loop of _kernel_out.*: [0-9]+ mma\.sync, ' <<< "$report" ||
     { echo "the fp16 GEMM's main loop has no mma.sync"; exit 1; }
 # Its fp16 GEMM on tensor cores scheduled by hand, of any K (a guarded last chunk, which the pass
-# zero-fills): mma.sync in the main loop, no multiply-add of a thread's own, hazards checked.
+# zero-fills): mma.sync in the main loop, no multiply-add of a thread's own, hazards checked, and
+# A's 16-byte copies along K, clamped to K, cp.async (3 stages of 6 a thread: 2 in the loop).
 report=$("$work/prefix/bin/alcop_inspect" -l "$work/build/libconsumer_inspectable.so" own_tc_gemm \
          target=host-cuda-cuda_capability_80 --ptx "$work/own_tc_gemm" 2>&1) || { echo "$report"; exit 1; }
 echo "$report"
 grep -qE '^main loop of _kernel_out.*: 16 mma\.sync, ' <<< "$report" ||
     { echo "the hand-scheduled fp16 GEMM's main loop has no mma.sync"; exit 1; }
 grep -qF ': hazards: 0 (' <<< "$report" || { echo "the report lacks: hazards: 0"; exit 1; }
+grep -qE '^main loop of _kernel_out.*, 2 cp\.async of 16 B, ' <<< "$report" ||
+    { echo "the hand-scheduled fp16 GEMM's copies of A are not cp.async"; exit 1; }
 if grep -q 'fma.rn.f32' "$work/own_tc_gemm/own_tc_gemm.ptx"; then
     echo "a chunk of the hand-scheduled fp16 GEMM runs on the threads' own multiply-adds"
     exit 1

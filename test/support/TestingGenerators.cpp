@@ -129,6 +129,8 @@ public:
     GeneratorParam<bool> k_tail{"k_tail", false};
     // tc_test::Gemm::unroll_copies: each round of copies its own store.
     GeneratorParam<bool> unroll_copies{"unroll_copies", false};
+    // tc_test::Gemm::clamp_vectors: the vectors' index clamped too.
+    GeneratorParam<bool> clamp_vectors{"clamp_vectors", false};
     GeneratorParam<Fault> fault{"fault", Fault::None, fault_names};
     GeneratorParam<bool> emulated_async{"emulated_async", false};
     // A defect of the tensor-core rewrite (TensorCoreFaults.h), on OpenCL only.
@@ -150,6 +152,7 @@ public:
         g.guarded = true;
         g.k_tail = k_tail;
         g.unroll_copies = unroll_copies;
+        g.clamp_vectors = clamp_vectors;
         out = g.define(*A, *B);
     }
 

@@ -36,6 +36,11 @@ struct Gemm {
     bool k_tail = false;
     bool bound_tiles = true;
     int k_bound = 0;             // with k_tail: the tiles' bound extent along k (0: tile_k)
+    // With guarded: the copies read every index clamped into the inputs, that of their vectors
+    // too (a gather), as apps/consumer's own_tc_gemm does, and zero nothing (outside M and N
+    // the tiles repeat the last row, which only outputs past M and N read; past K the pass's
+    // zero fill, with k_tail).
+    bool clamp_vectors = false;
     bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
     bool second_update = false;  // P += f32(A) * f32(B) twice
     bool unroll_k = false;       // the reduction inside a chunk unrolled (no k loop for the mma steps)
@@ -59,17 +64,25 @@ struct Gemm {
         Func A_sh("A_sh"), B_sh("B_sh"), prod("prod"), out("out");
         Expr K = A.dim(0).extent(), M = A.dim(1).extent(), N = B.dim(0).extent();
         if (guarded) {
-            // The index along which a copy is a vector is not clamped (a clamped ramp would make
-            // Halide partition the copy loop, whose tail the pipeline cannot place): the vector
-            // may then read past the input's extent, which the caller's allocation must cover
-            // (whole block and K tiles), and the select zeroes what it read there.
+            // The index along which a copy is a vector is not clamped (a clamped ramp under the
+            // select would make Halide partition the copy loop, whose tail the pipeline cannot
+            // place): the vector may then read past the input's extent, which the caller's
+            // allocation must cover (whole block and K tiles), and the select zeroes what it read
+            // there.
             auto index = [&](const Expr &i, const Expr &extent, bool vectorized) {
                 return vector > 1 && vectorized ? unsafe_promise_clamped(i, 0, extent - 1) : clamp(i, 0, extent - 1);
             };
             // With k_tail nothing zeroes past K here: the pass does.
             Expr inside_k = k_tail ? Internal::const_true() : k < K;
-            A_sh(k, m) = select(inside_k && m < M, A(index(k, K, !a_m_major), index(m, M, a_m_major)), cast(a_type, 0));
-            B_sh(n, k) = select(inside_k && n < N, B(index(n, N, !b_k_major), index(k, K, b_k_major)), cast(b_type, 0));
+            if (clamp_vectors) {
+                A_sh(k, m) = A(clamp(k, 0, K - 1), clamp(m, 0, M - 1));
+                B_sh(n, k) = B(clamp(n, 0, N - 1), clamp(k, 0, K - 1));
+            } else {
+                A_sh(k, m) =
+                    select(inside_k && m < M, A(index(k, K, !a_m_major), index(m, M, a_m_major)), cast(a_type, 0));
+                B_sh(n, k) =
+                    select(inside_k && n < N, B(index(n, N, !b_k_major), index(k, K, b_k_major)), cast(b_type, 0));
+            }
         } else {
             A_sh(k, m) = A(k, m);
             B_sh(n, k) = B(n, k);

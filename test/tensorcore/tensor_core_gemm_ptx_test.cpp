@@ -363,38 +363,50 @@ TEST(TensorCoreGemm, CpAsyncCopiesOfHalves) {
 // left synchronous or staged through registers (no ld.global, no st.shared). Without bound
 // tiles the analysis says what is missing (TensorCoreMisuse.GuardedLastChunkOverUnboundedTiles).
 // Tiles bound to more than a chunk along k (64 for chunks of 32): each chunk still runs its 32
-// steps, not the tile's 64.
+// steps, not the tile's 64. Reads clamped into the inputs along the vectors too (Gemm::
+// clamp_vectors): the gathers along K become cp.async (copy/CopyLowering.cpp, unclamped).
 TEST(TensorCoreGemm, GuardedKTailOfAUsersScheduleIsZeroFilled) {
     struct Config {
         int stages, vector, k_bound;
+        bool clamped = false;  // both tiles K-major, their vectors' reads clamped to K
     };
     for (Type t : {Float(16), BFloat(16)}) {
-        for (const Config &c : {Config{1, 1, 0}, Config{3, 8, 0}, Config{1, 1, 64}}) {
-            if (c.k_bound && t.is_bfloat()) continue;  // the same route for both types
-            SCOPED_TRACE(::testing::Message()
-                         << t << " stages " << c.stages << " vector " << c.vector << " k_bound " << c.k_bound);
+        for (const Config &c : {Config{1, 1, 0}, Config{3, 8, 0}, Config{1, 1, 64}, Config{3, 8, 0, true}}) {
+            if ((c.k_bound || c.clamped) && t.is_bfloat()) continue;  // the same route for both types
+            SCOPED_TRACE(::testing::Message() << t << " stages " << c.stages << " vector " << c.vector << " k_bound "
+                                              << c.k_bound << " clamped " << c.clamped);
             tc_test::Gemm g;
             g.a_type = g.b_type = t;
             g.guarded = g.k_tail = true;
             g.stages = c.stages;
             g.vector = c.vector;
             g.k_bound = c.k_bound;
+            g.clamp_vectors = c.clamped;
             const std::string ptx = compile(g);
             ASSERT_FALSE(ptx.empty());
             const int mma_per_chunk = (g.tile_k / 16) * (g.warp_m / 16) * (g.warp_n / 8);
             EXPECT_EQ(count(ptx, "mma.sync"), mma_per_chunk) << ptx;
             EXPECT_EQ(count(ptx, "fma.rn.f32"), 0) << "a chunk on the threads' multiply-adds";
             EXPECT_EQ(count(ptx, ".local"), 0);
-            if (c.vector == 8) {
+            if (c.clamped) {
+                // A's gathers along K, clamped to K, are each one cp.async (their src-size stops at
+                // K, where the zero fill starts); B's along N, clamped to N (its last column
+                // repeated, not zeroed), stay gathers staged through registers.
+                const int threads = 32 * (g.block_m / g.warp_m) * (g.block_n / g.warp_n);
+                const int a_copies = c.stages * g.tile_k * g.block_m / (threads * c.vector);
+                const kernel_source::SrcSizes sizes = kernel_source::src_sizes(ptx, "cp.async.cg.shared.global", 16);
+                EXPECT_EQ((int)sizes.computed.size(), a_copies) << ptx;
+                EXPECT_EQ(sizes.constant, 0);
+            } else if (c.vector == 8) {
                 const kernel_source::SrcSizes sizes = kernel_source::src_sizes(ptx, "cp.async.cg.shared.global", 16);
                 EXPECT_GT(sizes.computed.size(), 0u) << ptx;
                 EXPECT_EQ(count(ptx, "ld.global"), 0) << "a copy left synchronous or staged through registers";
                 EXPECT_EQ(count(ptx, "st.shared"), 0) << "a copy left synchronous or staged through registers";
             }
-            std::printf("%s, %d stages, vector %d, k bound %d, guarded K tail: %d mma.sync, %d fma.rn.f32, %d "
+            std::printf("%s, %d stages, vector %d%s, k bound %d, guarded K tail: %d mma.sync, %d fma.rn.f32, %d "
                         "cp.async.cg\n",
-                        t.is_bfloat() ? "bf16" : "f16", c.stages, c.vector, c.k_bound, count(ptx, "mma.sync"),
-                        count(ptx, "fma.rn.f32"), count(ptx, "cp.async.cg.shared.global [%r"));
+                        t.is_bfloat() ? "bf16" : "f16", c.stages, c.vector, c.clamped ? " (clamped)" : "", c.k_bound,
+                        count(ptx, "mma.sync"), count(ptx, "fma.rn.f32"), count(ptx, "cp.async.cg.shared.global [%r"));
             expect_no_spills(ptx, false);
         }
     }

@@ -28,6 +28,7 @@
 #include "tc_gemm_f16_akm_bnm_s1_v1_lane_mapping.h"
 #include "tc_gemm_f16_akm_bnm_s1_v1_unswizzled_rows.h"
 #include "tc_gemm_f16_akm_bkm_s3_v8_ktail.h"
+#include "tc_gemm_f16_akm_bkm_s3_v8_ktail_clamped.h"
 #include "tc_gemm_f16_akm_bnm_s3_v8.h"
 #include "tc_gemm_f16_amm_bkm_s1_v8.h"
 #include "tc_gemm_f16_amm_bnm_s3_v1_ktail_unrolled.h"
@@ -182,6 +183,9 @@ TEST(TensorCoreNumbers, F16GuardedKTailZeroFilled) {
 }
 TEST(TensorCoreNumbers, BF16GuardedKTailZeroFilled) {
     check(tc_gemm_bf16_akm_bkm_s3_v8_ktail, bf16);
+}
+TEST(TensorCoreNumbers, F16GuardedKTailOfClampedVectorsZeroFilled) {
+    check(tc_gemm_f16_akm_bkm_s3_v8_ktail_clamped, f16);
 }
 TEST(TensorCoreNumbers, F16GuardedKTailZeroFilledInUnrolledRounds) {
     check(tc_gemm_f16_amm_bnm_s3_v1_ktail_unrolled, f16);
