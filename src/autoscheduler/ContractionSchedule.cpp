@@ -226,9 +226,13 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
     }
     if (copies.generic || copies.condition.defined()) {
         // Vectors too where the innermost coordinate is not clamped: a clamped one is a gather.
+        // On tensor cores one clamped along the chunked K stays a vector: the last chunk's zero
+        // fill makes it one cp.async whose src-size stops at K (rewrite/ZeroFilledTails.h).
         const std::vector<int> clamped = clamped_dims(c, *o, copies.k_exact);
         const bool inner_clamped = clamped.empty() || clamped[0] == 0;
-        const int vector_width = transposed || inner_clamped ? 1 : copy_vector(c, extents[0]);
+        const Variable *inner = o->args.empty() ? nullptr : o->args[0].as<Variable>();
+        const bool inner_k = s.tensor_cores && inner && inner->name == c.rvars[0].name;
+        const int vector_width = transposed || (inner_clamped && !inner_k) ? 1 : copy_vector(c, extents[0]);
         // A tensor-core tile's clamped copies stay a loop: unrolled, each copy's clamps are its
         // own (the fp16 GEMM's edge kernel: 85 -> 146 other instructions a chunk, 225 -> 244
         // registers).

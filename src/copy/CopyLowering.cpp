@@ -108,52 +108,48 @@ std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
     return uniform.defined() ? select(uniform, count, 0) : count;
 }
 
-/** `index` with each clamp of a ramp, max(min(ramp(g, 1, n), hi), lo), that `condition` keeps
- * to its own lanes replaced by the ramp: among the condition's conjuncts are ramp(g, 1, n) <
- * b with b <= hi + 1 and lo <= g, so that every lane it keeps lies in [lo, hi], where the
- * clamp changes nothing. The zero fill of a reduction's last chunk says so of its coordinate
- * along K (rewrite/ZeroFilledTails.h), and so does a user's select(k < K, A(clamp(k, 0, K -
- * 1)), 0) with 0 <= k. The gather so becomes a dense load, which reads past the clamp's bounds
- * in the lanes the condition zeroes: only a cp.async whose src-size stops at the kept lanes
- * may take it. Undefined where no clamp is so bounded. */
+/** `index` with each clamp of a ramp (ClampedRamp) that `condition` keeps to its own lanes
+ * replaced by the ramp: among the condition's conjuncts are ramp(base, 1, n) < b with b <= hi
+ * + 1 and lo <= base (inside_clamp's form), so that every lane it keeps lies in [lo, hi], where
+ * the clamp changes nothing. The zero fill of a reduction's last chunk says so of its coordinate
+ * along K (rewrite/ZeroFilledTails.h), and so does a user's select(k < K && 0 <= k0, A(clamp(k,
+ * 0, K - 1)), 0). The gather so becomes a dense load, which reads past the clamp's bounds in
+ * the lanes the condition zeroes: only a cp.async whose src-size stops at the kept lanes may
+ * take it. Undefined where no clamp is so bounded. */
 Expr unclamped(const Expr &index, const Expr &condition) {
     const std::vector<Expr> conjuncts = leaves<And>(condition);
-    auto kept_in = [&](const Ramp *r, const Expr &lo, const Expr &hi) {
-        bool below = false, above = false;
-        for (const Expr &c : conjuncts) {
-            const LT *lt = c.as<LT>();
-            const Ramp *cr = lt ? lt->a.as<Ramp>() : nullptr;
-            const Broadcast *b = lt ? lt->b.as<Broadcast>() : nullptr;
-            if (cr && b && is_const_one(cr->stride) && cr->lanes == r->lanes && equal(cr->base, r->base)) {
-                below = below || can_prove(b->value <= hi + 1);
-            }
-            const Broadcast *uniform = c.as<Broadcast>();
-            const LE *le = (uniform ? uniform->value : c).as<LE>();
-            if (le && le->b.type().is_scalar() && equal(le->b, r->base)) above = above || can_prove(lo <= le->a);
-        }
-        return below && above;
-    };
     class Unclamp : public IRMutator {
         using IRMutator::visit;
-        Expr visit(const Max *op) override {
-            const Min *m = op->a.as<Min>();
-            const Ramp *r = m ? m->a.as<Ramp>() : nullptr;
-            const Broadcast *hi = m ? m->b.as<Broadcast>() : nullptr;
-            const Broadcast *lo = op->b.as<Broadcast>();
-            if (r && hi && lo && is_const_one(r->stride) && kept_in(r, lo->value, hi->value)) {
-                changed = true;
-                return m->a;
+        const std::vector<Expr> &conjuncts;
+        bool kept_inside(const ClampedRamp &c) const {
+            bool below = false, above = false;
+            for (const Expr &e : conjuncts) {
+                const LT *lt = e.as<LT>();
+                const Ramp *r = lt ? lt->a.as<Ramp>() : nullptr;
+                const Broadcast *b = lt ? lt->b.as<Broadcast>() : nullptr;
+                if (r && b && is_const_one(r->stride) && r->lanes == c.ramp->lanes && equal(r->base, c.ramp->base)) {
+                    below = below || can_prove(b->value <= c.hi + 1);
+                }
+                const Broadcast *uniform = e.as<Broadcast>();
+                const LE *le = (uniform ? uniform->value : e).as<LE>();
+                if (le && le->b.type().is_scalar() && equal(le->b, c.ramp->base)) {
+                    above = above || can_prove(c.lo <= le->a);
+                }
             }
-            return IRMutator::visit(op);
+            return below && above;
         }
-        const std::function<bool(const Ramp *, const Expr &, const Expr &)> kept_in;
+        Expr visit(const Max *op) override {
+            const std::optional<ClampedRamp> c = as_clamped_ramp(op);
+            if (!c || !kept_inside(*c)) return IRMutator::visit(op);
+            changed = true;
+            return c->ramp;
+        }
 
     public:
         bool changed = false;
-        explicit Unclamp(std::function<bool(const Ramp *, const Expr &, const Expr &)> kept_in)
-            : kept_in(std::move(kept_in)) {
+        explicit Unclamp(const std::vector<Expr> &conjuncts) : conjuncts(conjuncts) {
         }
-    } unclamp(kept_in);
+    } unclamp(conjuncts);
     const Expr result = unclamp.mutate(index);
     return unclamp.changed ? simplify(result) : Expr();
 }
@@ -690,6 +686,21 @@ public:
 };
 
 }  // namespace
+
+std::optional<ClampedRamp> as_clamped_ramp(const Expr &e) {
+    const Max *max = e.as<Max>();
+    const Min *min = max ? max->a.as<Min>() : nullptr;
+    const Ramp *r = min ? min->a.as<Ramp>() : nullptr;
+    const Broadcast *hi = min ? min->b.as<Broadcast>() : nullptr;
+    const Broadcast *lo = max ? max->b.as<Broadcast>() : nullptr;
+    if (!r || !hi || !lo || !is_const_one(r->stride)) return std::nullopt;
+    return ClampedRamp{r, lo->value, hi->value};
+}
+
+Expr inside_clamp(const ClampedRamp &c) {
+    const int lanes = c.ramp->lanes;
+    return Expr(c.ramp) < Broadcast::make(c.hi + 1, lanes) && Broadcast::make(c.lo <= c.ramp->base, lanes);
+}
 
 Stmt with_registers(const std::string &name, Type t, int elements, const Stmt &body) {
     return Allocate::make(name, t, MemoryType::Register, {elements}, const_true(), Block::make(body, Free::make(name)));

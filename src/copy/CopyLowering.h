@@ -35,6 +35,7 @@
 #include "copy/GlobalAlignment.h"
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -106,6 +107,22 @@ CopyKind copy_kind_of(const Halide::Expr &stored);
  * of the indices it builds (a gather the copy's zero fill makes dense). */
 std::unique_ptr<CopyLowering> make_copy_lowering(CopyKind kind, std::set<std::string> *unaligned_inputs,
                                                  const KnownAlignments &known);
+
+/** A clamp of a dense vector, max(min(ramp(base, 1, n), broadcast(hi)), broadcast(lo)): the
+ * index of a copy's gather where its input is read at clamped coordinates. */
+struct ClampedRamp {
+    const Halide::Internal::Ramp *ramp = nullptr;
+    Halide::Expr lo, hi;
+};
+
+/** `e` as a ClampedRamp, if it is one. */
+std::optional<ClampedRamp> as_clamped_ramp(const Halide::Expr &e);
+
+/** Where the lanes of `c` lie inside its clamp, as ramp(base, 1, n) < hi + 1 and lo <= base:
+ * the form in which a copy's zero fill that keeps no lane outside the clamp says so, so that the
+ * lowering loads the gather as the dense vector, one cp.async whose src-size stops at the kept
+ * lanes. */
+Halide::Expr inside_clamp(const ClampedRamp &c);
 
 /** The kind for a kernel: what `requested` says, where Auto means Async for CUDA kernels on
  * targets with cuda_capability >= 80 and RegisterStaged for every other GPU kernel. Async is

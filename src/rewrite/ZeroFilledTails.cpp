@@ -2,6 +2,7 @@
 
 #include "analysis/KernelContext.h"
 #include "analysis/TensorCoreAnalysis.h"
+#include "copy/CopyLowering.h"
 #include "directive/Requests.h"
 
 #include <map>
@@ -65,9 +66,34 @@ std::optional<KLayout> k_layout(const Function &tile, const std::string &k_arg) 
     return k;
 }
 
+/** `e` with each size of an input buffer that a constraint fixes to a constant replaced by it,
+ * as Halide's lowering replaces it (Input::dim(0).set_min(0) makes A.min.0 a 0 in the kernel). */
+Expr with_constant_constraints(const Expr &e) {
+    class Constrain : public IRMutator {
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            const Parameter &p = op->param;
+            if (!p.defined() || !p.is_buffer()) return op;
+            for (int d = 0; d < p.dimensions(); d++) {
+                const std::string dim = "." + std::to_string(d);
+                for (const auto &[field, constraint] :
+                     {std::make_pair(".min", p.min_constraint(d)), std::make_pair(".extent", p.extent_constraint(d)),
+                      std::make_pair(".stride", p.stride_constraint(d))}) {
+                    if (op->name == p.name() + field + dim && constraint.defined() && is_const(constraint)) {
+                        return constraint;
+                    }
+                }
+            }
+            return op;
+        }
+    } constrain;
+    return constrain.mutate(e);
+}
+
 /** The bounds of the clamp, max(min(k, hi), lo), through which `tile`'s definition reads its
  * coordinate `k`, where the reduction `r` that the tile's k coordinate runs over stays inside
- * them; none where k enters any other clamp, or where that is not proven. */
+ * them (the inputs' constant constraints substituted, as in the kernel); none where k enters any
+ * other clamp, or where that is not proven. */
 std::optional<std::pair<Expr, Expr>> k_clamp(const Function &tile, const std::string &k, const ReductionVariable &r) {
     struct Clamps : IRVisitor {
         const std::string &k;
@@ -89,12 +115,12 @@ std::optional<std::pair<Expr, Expr>> k_clamp(const Function &tile, const std::st
     } clamps(k);
     if (tile.definition().values().size() != 1) return std::nullopt;
     substitute_in_all_lets(tile.definition().values()[0]).accept(&clamps);
-    const Expr last = r.min + r.extent - 1;
-    if (clamps.other || !clamps.bounds || !can_prove(clamps.bounds->first <= r.min) ||
-        !can_prove(last <= clamps.bounds->second)) {
-        return std::nullopt;
-    }
-    return std::make_pair(simplify(clamps.bounds->first), simplify(clamps.bounds->second));
+    if (clamps.other || !clamps.bounds) return std::nullopt;
+    const Expr lo = with_constant_constraints(clamps.bounds->first);
+    const Expr hi = with_constant_constraints(clamps.bounds->second);
+    const Expr first = with_constant_constraints(r.min), last = with_constant_constraints(r.min + r.extent - 1);
+    if (!can_prove(lo <= first) || !can_prove(last <= hi)) return std::nullopt;
+    return std::make_pair(simplify(lo), simplify(hi));
 }
 
 /** Each tensor-core accumulator's two operand tiles, where the update reads each through one
@@ -261,11 +287,10 @@ private:
     }
 
     /** For a vector along k whose values the tile's definition reads at clamp(k, lo, hi)
-     * (KLayout): each such clamp of the vector, max(min(ramp(g, 1, n), hi), lo), as ramp(g, 1,
-     * n) < hi + 1 and lo <= g. Both hold on every lane inside the step count (its k is the
-     * reduction's, inside [lo, hi]), so they change no value; they are what the copy lowering
-     * reads to make the gather a dense cp.async that zero-fills past K (unclamped in
-     * copy/CopyLowering.cpp). Undefined where there is no such clamp. */
+     * (KLayout): each such clamp of the vector as inside_clamp (copy/CopyLowering.h) states it.
+     * That holds on every lane inside the step count (its k is the reduction's, inside [lo,
+     * hi]), so it changes no value; it is what the copy lowering reads to make the gather a
+     * dense cp.async that zero-fills past K. Undefined where there is no such clamp. */
     Expr inside_clamps(const Store *op) const {
         const Ramp *ramp = op->index.as<Ramp>();
         if (!layout->clamp_hi.defined() || !ramp || layout->stride != 1) return Expr();
@@ -277,15 +302,10 @@ private:
             }
             using IRVisitor::visit;
             void visit(const Max *op) override {
-                const Min *m = op->a.as<Min>();
-                const Ramp *r = m ? m->a.as<Ramp>() : nullptr;
-                const Broadcast *hi = m ? m->b.as<Broadcast>() : nullptr;
-                const Broadcast *lo = op->b.as<Broadcast>();
-                if (r && hi && lo && r->lanes == lanes && is_const_one(r->stride) &&
-                    can_prove(hi->value == layout.clamp_hi) && can_prove(lo->value == layout.clamp_lo)) {
-                    const Expr fact =
-                        m->a < Broadcast::make(hi->value + 1, lanes) && Broadcast::make(lo->value <= r->base, lanes);
-                    facts = facts.defined() ? facts && fact : fact;
+                const std::optional<ClampedRamp> c = as_clamped_ramp(op);
+                if (c && c->ramp->lanes == lanes && can_prove(c->hi == layout.clamp_hi) &&
+                    can_prove(c->lo == layout.clamp_lo)) {
+                    facts = facts.defined() ? facts && inside_clamp(*c) : inside_clamp(*c);
                     return;
                 }
                 IRVisitor::visit(op);
