@@ -112,10 +112,9 @@ std::optional<Expr> leading_true_lanes(const Expr &c, int lanes) {
  * replaced by the ramp: among the condition's conjuncts are ramp(base, 1, n) < b with b <= hi
  * + 1 and lo <= base (inside_clamp's form), so that every lane it keeps lies in [lo, hi], where
  * the clamp changes nothing. The zero fill of a reduction's last chunk says so of its coordinate
- * along K (rewrite/ZeroFilledTails.h), and so does a user's select(k < K && 0 <= k0, A(clamp(k,
- * 0, K - 1)), 0). The gather so becomes a dense load, which reads past the clamp's bounds in
- * the lanes the condition zeroes: only a cp.async whose src-size stops at the kept lanes may
- * take it. Undefined where no clamp is so bounded. */
+ * along K (rewrite/ZeroFilledTails.h). The gather so becomes a dense load, which reads past the
+ * clamp's bounds in the lanes the condition zeroes: only a cp.async whose src-size stops at the
+ * kept lanes may take it. Undefined where no clamp is so bounded. */
 Expr unclamped(const Expr &index, const Expr &condition) {
     const std::vector<Expr> conjuncts = leaves<And>(condition);
     class Unclamp : public IRMutator {
