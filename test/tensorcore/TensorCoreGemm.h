@@ -36,10 +36,10 @@ struct Gemm {
     bool k_tail = false;
     bool bound_tiles = true;
     int k_bound = 0;             // with k_tail: the tiles' bound extent along k (0: tile_k)
-    // With guarded: the copies read every index clamped into the inputs, that of their vectors
-    // too (a gather), as apps/consumer's own_tc_gemm does, and zero nothing (outside M and N
-    // the tiles repeat the last row, which only outputs past M and N read; past K the pass's
-    // zero fill, with k_tail).
+    // With guarded and k_tail: the copies read every index clamped into the inputs, that of
+    // their vectors too (a gather), as apps/consumer's own_tc_gemm does, and zero nothing
+    // themselves (outside M and N the tiles repeat the last row, which only outputs past M and
+    // N read; past K the pass's zero fill).
     bool clamp_vectors = false;
     bool unroll_copies = false;  // the rounds of copies unrolled by Halide, not left to LLVM's unroller
     bool second_update = false;  // P += f32(A) * f32(B) twice
