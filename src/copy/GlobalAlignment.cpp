@@ -92,14 +92,8 @@ private:
 
 }  // namespace
 
-Stmt recover_global_alignment(const Stmt &s) {
-    return RecoverAlignment().mutate(s);
-}
-
-KnownAlignments known_alignments(const Stmt &s) {
-    KnownAlignments known;
-    RecoverAlignment(&known).mutate(s);
-    return known;
+Stmt recover_global_alignment(const Stmt &s, KnownAlignments *learned) {
+    return RecoverAlignment(learned).mutate(s);
 }
 
 ModulusRemainder alignment_of(const Expr &e, const KnownAlignments &known) {

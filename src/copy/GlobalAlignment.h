@@ -26,15 +26,16 @@
 
 namespace alcop {
 
-Halide::Internal::Stmt recover_global_alignment(const Halide::Internal::Stmt &s);
-
-/** What the recovery learns of `s`'s variables: the alignment of each integer let's value, and
- * the facts (v % m) == r of the asserts. Names are unique in a lowered Stmt, so each holds
+/** What the recovery learns of a Stmt's variables: the alignment of each integer let's value,
+ * and the facts (v % m) == r of the asserts. Names are unique in a lowered Stmt, so each holds
  * wherever its variable is in scope; a loop's variable is any integer to it, so they hold too
  * where the pipeline rewrite puts another chunk's index in a copy. The copy lowering reads them
  * for an index it builds (copy/CopyLowering.h). */
 using KnownAlignments = std::map<std::string, Halide::Internal::ModulusRemainder>;
-KnownAlignments known_alignments(const Halide::Internal::Stmt &s);
+
+/** `s` with its input loads' alignment recovered; what it learned on the way is added to
+ * `learned` when given. */
+Halide::Internal::Stmt recover_global_alignment(const Halide::Internal::Stmt &s, KnownAlignments *learned = nullptr);
 
 /** The alignment of `e`, given `known`, with a positive modulus. */
 Halide::Internal::ModulusRemainder alignment_of(const Halide::Expr &e, const KnownAlignments &known);

@@ -4,6 +4,7 @@
 #include "analysis/FragmentAnalysis.h"
 #include "analysis/PipelineAnalysis.h"
 #include "copy/CopyLowering.h"
+#include "copy/GlobalAlignment.h"
 #include "plan/PipelinePlan.h"
 #include "plan/ResourceLimits.h"
 #include "rewrite/ExpandSlots.h"
@@ -470,9 +471,10 @@ public:
 
     InjectPipelines(const PipelineAnalysis &analysis, const std::vector<KernelPlan> &plans,
                     const std::vector<FragmentLoop> &fragments, const Options &options, const testing::Hooks &hooks,
-                    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands, const Stmt &s)
+                    const std::map<std::string, model::TensorCoreStream> &tensor_core_operands,
+                    KnownAlignments alignments)
         : analysis(analysis), options(options), hooks(hooks), tensor_core_operands(tensor_core_operands),
-          alignments(known_alignments(s)) {
+          alignments(std::move(alignments)) {
         for (const FragmentLoop &l : fragments) {
             if (l.one_step.defined()) {
                 one_step_bodies[l.one_step.get()] = &l;
@@ -495,10 +497,14 @@ public:
 
 }  // namespace
 
-Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest> &requests, const Options &options,
+Stmt inject_pipelines(const Stmt &input, const std::map<std::string, PipelineRequest> &requests, const Options &options,
                       const testing::Hooks &hooks,
                       const std::map<std::string, model::TensorCoreStream> &tensor_core_operands,
                       std::vector<SwizzleAlignedSlots> *aligned_slots) {
+    // First, since the analysis keys on the Stmt's nodes: the alignment of the inputs' loads that
+    // Halide's simplifier lost, and of the variables, which the copies' cp.async proofs read.
+    KnownAlignments alignments;
+    const Stmt s = recover_global_alignment(input, &alignments);
     std::set<std::string> swizzled;
     for (const auto &operand : tensor_core_operands) swizzled.insert(operand.first);
     PipelineAnalysis analysis = analyze_pipelines(s, requests);
@@ -516,7 +522,7 @@ Stmt inject_pipelines(const Stmt &s, const std::map<std::string, PipelineRequest
         }
     }
     check_resource_limits(analysis, plans, fragments, options);
-    InjectPipelines inject(analysis, plans, fragments, options, hooks, tensor_core_operands, s);
+    InjectPipelines inject(analysis, plans, fragments, options, hooks, tensor_core_operands, std::move(alignments));
     Stmt result = inject.mutate(s);
     inject.warn_uncomposed();
     return result;

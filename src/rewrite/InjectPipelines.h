@@ -45,8 +45,10 @@
  * which the last step of the rewrite performs (ExpandSlots.h).
  *
  * A prologue that prefetches more than 15 tiles ahead is a loop over its steps rather than
- * unrolled. Before building anything, the kernel's shared memory and each fragment loop's
- * register slots are checked against Options::shared_memory_limit and register_limit.
+ * unrolled. Before building anything, the input loads' alignment that Halide's simplifier lost
+ * is recovered (copy/GlobalAlignment.h; the copy lowering proves cp.async's alignment from what
+ * that walk learns), and the kernel's shared memory and each fragment loop's register slots are
+ * checked against Options::shared_memory_limit and register_limit.
  *
  * Assumes what the analysis checked; guarantees the same values as the unpipelined loop.
  */

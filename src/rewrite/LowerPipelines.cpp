@@ -4,7 +4,6 @@
 #include "codegen/BFloat16Casts.h"
 #include "codegen/LaunchBounds.h"
 #include "copy/CopyLowering.h"
-#include "copy/GlobalAlignment.h"
 #include "model/GpuSpec.h"
 #include "plan/AutoPipeline.h"
 #include "plan/ResourceLimits.h"
@@ -95,8 +94,8 @@ Stmt LowerPipelines::mutate(const Stmt &input) {
     // The passes, in order: the chunks that a branch on a runtime K makes whole proven so
     // (rewrite/WholeChunks.h; the tensor-core analysis takes constant step loops only), the
     // last chunk of any other K zero-filled past K and stepped whole (rewrite/ZeroFilledTails.h),
-    // the tensor-core analysis, the input loads' alignment that Halide's simplifier lost
-    // (copy/GlobalAlignment.h, for the copies' cp.async), the pipelines (both levels), the
+    // the tensor-core analysis, the pipelines (both levels, after the input loads' alignment
+    // that Halide's simplifier lost, copy/GlobalAlignment.h, for the copies' cp.async), the
     // tensor-core rewrite of the inner products (it reads the consumers' loads after the
     // pipeline rewrite moved them into their slots, so that each ldmatrix row is one address
     // plus constants), then the per-thread register
@@ -154,7 +153,7 @@ Stmt pipelines_and_tensor_cores(const Stmt &s, const std::map<std::string, Pipel
         if (r.second.stages > 1 && r.second.level == Level::Shared) pipelined.insert(r.first);
     }
     std::vector<SwizzleAlignedSlots> aligned_slots;
-    Stmt result = inject_pipelines(recover_global_alignment(s), pipelines, options, hooks, operands, &aligned_slots);
+    Stmt result = inject_pipelines(s, pipelines, options, hooks, operands, &aligned_slots);
     std::vector<OperandRows> operand_rows;
     result = rewrite_inner_products(result, uses, &operand_rows, register_stages);
     result = swizzle_operands(result, operand_rows, pipelined, aligned_slots, swizzled);

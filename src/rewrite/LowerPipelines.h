@@ -6,9 +6,10 @@
  * after the final simplification and before GPU offload), and its driver: it reads the
  * requests recorded on the pipeline's Funcs (with alcop::auto_pipeline, adds the policy's,
  * plan/AutoPipeline.h) and runs, in this order: the tensor-core analysis
- * (analysis/TensorCoreAnalysis.h, which also checks the fragments' register stages), the input
- * loads' alignment (copy/GlobalAlignment.h), the pipelines' rewrite (InjectPipelines.h, both
- * levels, after the plans are checked against the resource limits, plan/ResourceLimits.h), the
+ * (analysis/TensorCoreAnalysis.h, which also checks the fragments' register stages), the
+ * pipelines' rewrite (InjectPipelines.h, both levels, after the input loads' alignment,
+ * copy/GlobalAlignment.h, and the plans' check against the resource limits,
+ * plan/ResourceLimits.h), the
  * tensor-core rewrite of the inner products (MmaInnerProduct.h), the operands' swizzle
  * (SwizzleOperands.h), the compaction of per-thread register tiles (CompactRegisters.h) and the
  * check of each kernel's register estimate, then the launch bounds (codegen/LaunchBounds.h).
