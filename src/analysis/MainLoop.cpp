@@ -5,6 +5,7 @@
 #include <functional>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -24,6 +25,7 @@ struct Instruction {
 struct Block {
     std::vector<Instruction> body;
     std::vector<int> successors;
+    int taken = -1;  ///< the block the branch that ends it jumps to, if one does
 };
 
 struct Kernel {
@@ -187,7 +189,9 @@ Kernel blocks_of(const std::string &name, const std::vector<std::string> &statem
     }
     for (const auto &[b, label] : branches) {
         auto it = label_block.find(label);
-        if (it != label_block.end()) k.blocks[b].successors.push_back(it->second);
+        if (it == label_block.end()) continue;
+        k.blocks[b].successors.push_back(it->second);
+        k.blocks[b].taken = it->second;
     }
     return k;
 }
@@ -269,10 +273,11 @@ std::vector<Kernel> kernels_of_sass(const std::string &listing) {
     return kernels;
 }
 
-/** The strongly connected components that are loops (more than one block, or a block that
- * branches to itself), each as its blocks in textual order. Tarjan's algorithm. */
-std::vector<std::vector<int>> loops_of(const std::vector<Block> &blocks) {
-    const int n = (int)blocks.size();
+/** The strongly connected components of a graph (each node's successors) that are loops (more
+ * than one node, or a node that is its own successor), each as its nodes in ascending order.
+ * Tarjan's algorithm. */
+std::vector<std::vector<int>> loops_of(const std::vector<std::vector<int>> &successors) {
+    const int n = (int)successors.size();
     std::vector<int> index(n, -1), low(n, 0), stack;
     std::vector<bool> on_stack(n, false);
     std::vector<std::vector<int>> loops;
@@ -281,7 +286,7 @@ std::vector<std::vector<int>> loops_of(const std::vector<Block> &blocks) {
         index[v] = low[v] = next++;
         stack.push_back(v);
         on_stack[v] = true;
-        for (int w : blocks[v].successors) {
+        for (int w : successors[v]) {
             if (index[w] < 0) {
                 connect(w);
                 low[v] = std::min(low[v], low[w]);
@@ -298,7 +303,7 @@ std::vector<std::vector<int>> loops_of(const std::vector<Block> &blocks) {
             on_stack[w] = false;
             scc.push_back(w);
         } while (w != v);
-        const auto &succ = blocks[v].successors;
+        const auto &succ = successors[v];
         if (scc.size() > 1 || std::find(succ.begin(), succ.end(), v) != succ.end()) {
             std::sort(scc.begin(), scc.end());
             loops.push_back(scc);
@@ -395,6 +400,186 @@ int copy_bytes(const Instruction &i, Isa isa) {
     return 4;
 }
 
+/** An integer immediate as PTX writes it (decimal, 0x hex), or nothing. */
+std::optional<int64_t> immediate(const std::string &s) {
+    if (s.empty() || !(std::isdigit((unsigned char)s[0]) || s[0] == '-')) return std::nullopt;
+    try {
+        size_t used = 0;
+        const int64_t v = std::stoll(s, &used, 0);
+        if (used == s.size()) return v;
+    } catch (const std::exception &) {}
+    return std::nullopt;
+}
+
+/** `a CMP b` for setp's comparison and type (`setp.lt.u32`: "lt", "u32"); nothing for a
+ * comparison it does not know. */
+std::optional<bool> compare(const std::string &cmp, const std::string &type, int64_t a, int64_t b) {
+    const bool is_unsigned =
+        type[0] == 'u' || type[0] == 'b' || cmp == "lo" || cmp == "ls" || cmp == "hi" || cmp == "hs";
+    const int bits = type.size() > 1 ? std::atoi(type.c_str() + 1) : 0;
+    if (bits != 16 && bits != 32 && bits != 64) return std::nullopt;
+    // The values as the type holds them: wrapped to its width, then signed or not.
+    auto held = [&](int64_t v) -> long double {
+        const uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+        const uint64_t u = (uint64_t)v & mask;
+        if (is_unsigned) return (long double)u;
+        const bool negative = bits < 64 && (u >> (bits - 1)) & 1;
+        return negative ? (long double)(int64_t)(u | ~mask) : (long double)(int64_t)u;
+    };
+    const long double x = held(a), y = held(b);
+    if (cmp == "eq") return x == y;
+    if (cmp == "ne") return x != y;
+    if (cmp == "lt" || cmp == "lo") return x < y;
+    if (cmp == "le" || cmp == "ls") return x <= y;
+    if (cmp == "gt" || cmp == "hi") return x > y;
+    if (cmp == "ge" || cmp == "hs") return x >= y;
+    return std::nullopt;
+}
+
+/** The trips an inner loop of a PTX main loop makes each time it is entered, where LLVM's
+ * NVPTX backend left it counted: one block leaves it, by a branch on `setp.CMP %p, %i, C`
+ * in that block, where %i's one definition in the loop is `add %i, %i, S` (in the same block,
+ * so that its order to the test is known) and the block that enters the loop sets it by
+ * `mov %i, I`; C, S and I are constants. 0 where it is not such a loop. */
+int constant_trips(const std::vector<Block> &blocks, const std::vector<int> &loop, int preheader) {
+    const std::set<int> in(loop.begin(), loop.end());
+    int exiting = -1;
+    for (int b : loop) {
+        for (int s : blocks[b].successors) {
+            if (in.count(s)) continue;
+            if (exiting >= 0 && exiting != b) return 0;
+            exiting = b;
+        }
+    }
+    if (exiting < 0) return 0;
+    const Block &e = blocks[exiting];
+    const Instruction &branch = e.body.back();
+    if (!branch.predicated || !is_branch(branch, Isa::Ptx) || e.taken < 0) return 0;
+    const bool negated = starts_with(branch.guard, "@!");
+    const std::string predicate = branch.guard.substr(negated ? 2 : 1);
+    const bool repeats_when_taken = in.count(e.taken) > 0;
+    // The test: the last setp of the predicate in the exiting block, a register against a constant.
+    int test = -1;
+    for (int p = (int)e.body.size() - 2; p >= 0 && test < 0; p--) {
+        const Instruction &i = e.body[p];
+        if (!i.operands.empty() && i.operands[0] == predicate) test = starts_with(i.opcode, "setp.") ? p : -2;
+    }
+    if (test < 0) return 0;
+    const Instruction &setp = e.body[test];
+    std::vector<std::string> parts;
+    std::istringstream words(setp.opcode);
+    for (std::string w; std::getline(words, w, '.');) parts.push_back(w);
+    if (parts.size() != 3 || setp.operands.size() != 3) return 0;
+    std::string cmp = parts[1];
+    std::string counter = setp.operands[1];
+    std::optional<int64_t> bound = immediate(setp.operands[2]);
+    if (!bound) {  // `C op %i`: the same test mirrored
+        static const std::map<std::string, std::string> mirrored = {
+            {"eq", "eq"}, {"ne", "ne"}, {"lt", "gt"}, {"gt", "lt"}, {"le", "ge"},
+            {"ge", "le"}, {"lo", "hi"}, {"hi", "lo"}, {"ls", "hs"}, {"hs", "ls"}};
+        bound = immediate(setp.operands[1]);
+        counter = setp.operands[2];
+        auto m = mirrored.find(cmp);
+        if (!bound || m == mirrored.end()) return 0;
+        cmp = m->second;
+    }
+    // The counter's step: its only definition in the loop, an add of a constant in the exiting block.
+    auto defines = [&](const Instruction &i) { return !i.operands.empty() && i.operands[0] == counter; };
+    int step_at = -1;
+    std::optional<int64_t> step;
+    for (int b : loop) {
+        for (size_t p = 0; p < blocks[b].body.size(); p++) {
+            const Instruction &i = blocks[b].body[p];
+            if (!defines(i) || starts_with(i.opcode, "setp.")) continue;
+            if (step_at >= 0 || b != exiting || !starts_with(i.opcode, "add.") || i.operands.size() != 3) return 0;
+            step_at = (int)p;
+            if (i.operands[1] == counter) step = immediate(i.operands[2]);
+            if (i.operands[2] == counter) step = immediate(i.operands[1]);
+        }
+    }
+    if (step_at < 0 || !step || *step == 0) return 0;
+    // Its start: the last definition before the loop, in the block that enters it, a constant
+    // moved into it, perhaps through other registers (`mov %r2, 0; mov %r3, %r2`).
+    const std::vector<Instruction> &entry = blocks[preheader].body;
+    std::optional<int64_t> start;
+    std::string value = counter;
+    for (int p = (int)entry.size() - 1; p >= 0 && !start; p--) {
+        const Instruction &i = entry[p];
+        if (i.operands.empty() || i.operands[0] != value) continue;
+        if (!starts_with(i.opcode, "mov.") || i.operands.size() != 2) return 0;
+        start = immediate(i.operands[1]);
+        value = i.operands[1];
+    }
+    if (!start) return 0;
+    const bool tests_after_step = step_at < test;
+    int64_t v = *start;
+    for (int trips = 1; trips <= (1 << 20); trips++) {
+        if (tests_after_step) v += *step;
+        const std::optional<bool> holds = compare(cmp, parts[2], v, *bound);
+        if (!holds) return 0;
+        if (!tests_after_step) v += *step;
+        if ((*holds != negated) != repeats_when_taken) return trips;
+    }
+    return 0;
+}
+
+/** How many times each block of `loop` runs in one of its iterations: 1, times the trips of
+ * each inner loop that holds it (nested loops multiply). An inner loop is a loop of the
+ * blocks once the edges back to `loop`'s header are cut; its trips, where they are a constant
+ * (constant_trips(); PTX only), are added to `trips`, and where not it counts once and
+ * `uncounted` grows. */
+void weigh_inner_loops(const std::vector<Block> &blocks, const std::vector<std::vector<int>> &predecessors,
+                       const std::vector<int> &loop, Isa isa, std::map<int, int64_t> *weight, std::vector<int> *trips,
+                       int *uncounted) {
+    const std::set<int> in(loop.begin(), loop.end());
+    auto entered_from = [&](int b) {
+        std::vector<int> outside;
+        for (int p : predecessors[b]) {
+            if (!in.count(p)) outside.push_back(p);
+        }
+        return outside;
+    };
+    std::vector<int> headers;
+    for (int b : loop) {
+        if (!entered_from(b).empty()) headers.push_back(b);
+    }
+    if (headers.size() != 1) return;  // not a loop with one entry: its inner loops are not told apart
+    std::vector<std::vector<int>> successors(loop.size());
+    for (size_t i = 0; i < loop.size(); i++) {
+        for (int s : blocks[loop[i]].successors) {
+            if (in.count(s) && s != headers[0]) {
+                successors[i].push_back((int)(std::lower_bound(loop.begin(), loop.end(), s) - loop.begin()));
+            }
+        }
+    }
+    std::vector<std::vector<int>> inners = loops_of(successors);
+    for (std::vector<int> &inner : inners) {
+        for (int &i : inner) i = loop[i];
+    }
+    std::sort(inners.begin(), inners.end());  // in textual order
+    for (const std::vector<int> &inner : inners) {
+        int t = 0;
+        if (isa == Isa::Ptx) {
+            std::vector<int> entries;
+            for (int b : inner) {
+                std::vector<int> from;
+                for (int p : predecessors[b]) {
+                    if (!std::binary_search(inner.begin(), inner.end(), p)) from.push_back(p);
+                }
+                if (!from.empty()) entries.push_back(from.size() == 1 ? from[0] : -1);
+            }
+            if (entries.size() == 1 && entries[0] >= 0) t = constant_trips(blocks, inner, entries[0]);
+        }
+        if (t > 0) {
+            trips->push_back(t);
+            for (int b : inner) (*weight)[b] *= t;
+        } else {
+            (*uncounted)++;
+        }
+        weigh_inner_loops(blocks, predecessors, inner, isa, weight, trips, uncounted);
+    }
+}
+
 MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, const std::vector<int> &loop, Isa isa,
                      bool tensor_cores) {
     MainLoopReport r;
@@ -403,50 +588,65 @@ MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, 
     r.sass = isa == Isa::Sass;
     r.tensor_cores = tensor_cores;
     r.blocks = (int)loop.size();
+    std::vector<std::vector<int>> predecessors(blocks.size());
+    for (size_t b = 0; b < blocks.size(); b++) {
+        for (int s : blocks[b].successors) predecessors[s].push_back((int)b);
+    }
+    std::map<int, int64_t> weight;  // each block's runs in one iteration
+    for (int b : loop) weight[b] = 1;
+    weigh_inner_loops(blocks, predecessors, loop, isa, &weight, &r.inner_loop_trips, &r.inner_loops_counted_once);
     std::map<std::string, int> other;
-    std::vector<bool> is_work;
+    std::vector<bool> is_work;  // in textual order, a block repeated by its runs
     for (int b : loop) {
+        const int runs = (int)weight[b];
         for (const Instruction &i : blocks[b].body) {
-            r.instructions++;
+            r.instructions += runs;
             const Role role = role_of(i, isa, tensor_cores);
-            // A retyping move issues nothing, so it takes no place in a stretch either.
-            if (role != Role::RetypingMove) is_work.push_back(role == Role::Work);
+            if (role == Role::Other && i.predicated && is_branch(i, isa)) r.conditional_branches++;
+            int *counter = nullptr;
             switch (role) {
             case Role::Work:
-                r.work++;
+                counter = &r.work;
                 break;
             case Role::Ldmatrix:
-                r.ldmatrix++;
+                counter = &r.ldmatrix;
                 break;
             case Role::CpAsync:
-                r.cp_async[copy_bytes(i, isa)]++;
+                counter = &r.cp_async[copy_bytes(i, isa)];
                 break;
             case Role::Commit:
-                r.commits++;
+                counter = &r.commits;
                 break;
             case Role::Wait:
-                r.waits++;
+                counter = &r.waits;
                 break;
             case Role::SharedLoad:
-                r.shared_loads++;
+                counter = &r.shared_loads;
                 break;
             case Role::SharedStore:
-                r.shared_stores++;
+                counter = &r.shared_stores;
                 break;
             case Role::GlobalLoad:
-                r.global_loads++;
+                counter = &r.global_loads;
                 break;
             case Role::Barrier:
-                r.barriers++;
+                counter = &r.barriers;
                 break;
             case Role::RetypingMove:
-                r.retyping_moves++;
+                counter = &r.retyping_moves;
                 break;
             case Role::Other:
-                r.other++;
-                other[never_executed(i) ? i.guard + " " + family(i.opcode) : family(i.opcode)]++;
-                if (i.predicated && is_branch(i, isa)) r.conditional_branches++;
+                counter = &r.other;
+                other[never_executed(i) ? i.guard + " " + family(i.opcode) : family(i.opcode)] += runs;
                 break;
+            }
+            *counter += runs;
+        }
+        // A retyping move issues nothing, so it takes no place in a stretch either.
+        for (int run = 0; run < runs; run++) {
+            for (const Instruction &i : blocks[b].body) {
+                const Role role = role_of(i, isa, tensor_cores);
+                if (role != Role::RetypingMove) is_work.push_back(role == Role::Work);
             }
         }
     }
@@ -475,7 +675,9 @@ MainLoopReport count(const std::string &name, const std::vector<Block> &blocks, 
 std::vector<MainLoopReport> main_loops_of(const std::vector<Kernel> &kernels, Isa isa) {
     std::vector<MainLoopReport> reports;
     for (const Kernel &k : kernels) {
-        const std::vector<std::vector<int>> loops = loops_of(k.blocks);
+        std::vector<std::vector<int>> successors;
+        for (const Block &b : k.blocks) successors.push_back(b.successors);
+        const std::vector<std::vector<int>> loops = loops_of(successors);
         auto work_in = [&](const std::vector<int> &loop, bool tensor_cores) {
             int n = 0;
             for (int b : loop) {
@@ -554,6 +756,14 @@ std::string describe_iteration(const MainLoopReport &r) {
        << r.overhead_per_work() << " instructions per " << work << " beside it; " << r.blocks << " blocks, "
        << r.conditional_branches << " conditional branches, longest stretch " << r.longest_stretch << " without "
        << work;
+    if (!r.inner_loop_trips.empty()) {
+        os << "; inner loops counted by their trips:";
+        for (int t : r.inner_loop_trips) os << " " << t;
+    }
+    if (r.inner_loops_counted_once) {
+        os << "; " << r.inner_loops_counted_once << " inner loop" << (r.inner_loops_counted_once > 1 ? "s" : "")
+           << " counted once (" << (r.sass ? "SASS" : "no constant trip count") << ")";
+    }
     return os.str();
 }
 

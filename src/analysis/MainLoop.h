@@ -8,8 +8,13 @@
  *
  * The loop of a kernel is the strongly connected component of its basic blocks that holds the
  * most mma.sync (tensor-core kernels) or, where none does, the most fp32 fma (SIMT kernels): the
- * work. Its instructions are counted statically, as they stand in the loop's blocks, which is
- * one iteration where the loop holds no inner loop (the pass unrolls the k steps).
+ * work. Its instructions are counted for one iteration: each block's as it stands, times the
+ * trips of the inner loops that hold it (a copy loop the pass left rolled, as the autoscheduler's
+ * edge kernels have), where an inner loop's trips are a constant that the PTX shows (LLVM's
+ * counted form: a counter set by mov of a constant, perhaps through other registers, stepped by
+ * a constant add and tested against a constant by the one branch that leaves the loop). An inner loop of any other form, and every inner
+ * loop of a SASS listing, counts once, and the report says how many did. The basic blocks and
+ * conditional branches are counted as they stand: they describe the code's shape.
  *
  * The categories (docs/mainloop.md gives the same definitions, so that a peer's PTX can be
  * counted the same way):
@@ -25,7 +30,8 @@
  * The overhead per work instruction is every instruction but the work and the retyping moves,
  * divided by the work: what a warp scheduler must issue beside each mma.sync (or fma).
  * The longest stretch is the most instructions (of any category but the retyping moves) between
- * two work instructions in the loop's textual order, wrapping around the back edge: how long the
+ * two work instructions in the loop's textual order, each block repeated by its runs, wrapping
+ * around the back edge: how long the
  * tensor or FMA pipe can starve within one warp. (An fp16 mma.sync takes its operands in `%hh`
  * registers where a bf16 one takes `%r`: the same loop spells 32 more moves in fp16, none in SASS.)
  *
@@ -61,6 +67,10 @@ struct MainLoopReport {
     int retyping_moves = 0;
     int other = 0;
     int longest_stretch = 0;           ///< most issued instructions between two work instructions
+    /** The trips of each inner loop whose instructions are counted by them (PTX: a loop LLVM
+     * left counted by a constant), in the order found. */
+    std::vector<int> inner_loop_trips;
+    int inner_loops_counted_once = 0;  ///< inner loops of no constant trip count (or in SASS)
     /** Where the other instructions come from, by opcode (its first word), most first. */
     std::vector<std::pair<std::string, int>> other_by_opcode;
 
