@@ -525,29 +525,25 @@ int constant_trips(const std::vector<Block> &blocks, const std::vector<int> &loo
 
 /** How many times each block of `loop` runs in one of its iterations: 1, times the trips of
  * each inner loop that holds it (nested loops multiply). An inner loop is a loop of the
- * blocks once the edges back to `loop`'s header are cut; its trips, where they are a constant
+ * blocks once the edges back to `loop`'s entries (its blocks entered from outside it or at
+ * the kernel's start: LLVM may rotate a loop to enter it at two) are cut, which leaves every
+ * entry outside any inner loop; its trips, where they are a constant
  * (constant_trips(); PTX only), are added to `trips`, and where not it counts once and
  * `uncounted` grows. */
 void weigh_inner_loops(const std::vector<Block> &blocks, const std::vector<std::vector<int>> &predecessors,
                        const std::vector<int> &loop, Isa isa, std::map<int, int64_t> *weight, std::vector<int> *trips,
                        int *uncounted) {
     const std::set<int> in(loop.begin(), loop.end());
-    auto entered_from = [&](int b) {
-        std::vector<int> outside;
-        for (int p : predecessors[b]) {
-            if (!in.count(p)) outside.push_back(p);
-        }
-        return outside;
-    };
-    std::vector<int> headers;
+    std::set<int> entries = {0};  // the kernel's first block, if the loop holds it
     for (int b : loop) {
-        if (!entered_from(b).empty()) headers.push_back(b);
+        for (int p : predecessors[b]) {
+            if (!in.count(p)) entries.insert(b);
+        }
     }
-    if (headers.size() != 1) return;  // not a loop with one entry: its inner loops are not told apart
     std::vector<std::vector<int>> successors(loop.size());
     for (size_t i = 0; i < loop.size(); i++) {
         for (int s : blocks[loop[i]].successors) {
-            if (in.count(s) && s != headers[0]) {
+            if (in.count(s) && !entries.count(s)) {
                 successors[i].push_back((int)(std::lower_bound(loop.begin(), loop.end(), s) - loop.begin()));
             }
         }

@@ -225,17 +225,20 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
                              !s.tensor_cores || vector_width > 1);
     }
     if (copies.generic || copies.condition.defined()) {
-        // Vectors too where the innermost coordinate is not clamped: a clamped one is a gather.
-        // On tensor cores one clamped along the chunked K stays a vector: the last chunk's zero
-        // fill makes it one cp.async whose src-size stops at K (rewrite/ZeroFilledTails.h).
+        // Vectors too where the innermost coordinate is not clamped (a clamped one is a gather),
+        // and on tensor cores where it is. One clamped along the chunked K becomes one cp.async
+        // whose src-size stops at K (the last chunk's zero fill, rewrite/ZeroFilledTails.h); one
+        // clamped along M or N stays a gather, lane by lane, whose 16 bytes reach shared memory
+        // in one store at one swizzled address, where 2-byte copies take a store and an address
+        // each: the fp16 GEMM's edge kernel (2048^3) 11.12 -> 3.28 instructions beside each
+        // mma.sync, counted by trips (a loop of 16 trips a chunk became 2, which LLVM unrolls),
+        // 225 -> 220 registers; its batched matmul 21.69 -> 6.12.
         const std::vector<int> clamped = clamped_dims(c, *o, copies.k_exact);
         const bool inner_clamped = clamped.empty() || clamped[0] == 0;
-        const Variable *inner = o->args.empty() ? nullptr : o->args[0].as<Variable>();
-        const bool inner_k = s.tensor_cores && inner && inner->name == c.rvars[0].name;
-        const int vector_width = transposed || (inner_clamped && !inner_k) ? 1 : copy_vector(c, extents[0]);
+        const int vector_width = transposed || (inner_clamped && !s.tensor_cores) ? 1 : copy_vector(c, extents[0]);
         // A tensor-core tile's clamped copies stay a loop: unrolled, each copy's clamps are its
-        // own (the fp16 GEMM's edge kernel: 85 -> 146 other instructions a chunk, 225 -> 244
-        // registers).
+        // own (2-byte copies: the fp16 GEMM's edge kernel 11.12 -> 3.05, but 225 -> 255
+        // registers, and at a runtime K 128 bytes spilled).
         schedule.staged_copy({w}, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, clamped,
