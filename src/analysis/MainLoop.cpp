@@ -436,6 +436,27 @@ std::optional<bool> compare(const std::string &cmp, const std::string &type, int
     return std::nullopt;
 }
 
+/** The most runs a block of a main loop is counted with: an inner loop whose trips would take a
+ * block past it counts once, which keeps the counts (and the stretch, which lists the runs) in
+ * bounds for any PTX. */
+constexpr int64_t max_runs = 1 << 16;
+
+/** The block outside `loop` that enters it, where exactly one does, at one block of it; -1
+ * otherwise. */
+int preheader_of(const std::vector<int> &loop, const std::vector<std::vector<int>> &predecessors) {
+    int preheader = -1, headers = 0;
+    for (int b : loop) {
+        std::vector<int> from;
+        for (int p : predecessors[b]) {
+            if (!std::binary_search(loop.begin(), loop.end(), p)) from.push_back(p);
+        }
+        if (from.empty()) continue;
+        headers++;
+        preheader = from.size() == 1 ? from[0] : -1;
+    }
+    return headers == 1 ? preheader : -1;
+}
+
 /** The trips an inner loop of a PTX main loop makes each time it is entered, where LLVM's
  * NVPTX backend left it counted: one block leaves it, by a branch on `setp.CMP %p, %i, C`
  * in that block, where %i's one definition in the loop is `add %i, %i, S` (in the same block,
@@ -513,7 +534,7 @@ int constant_trips(const std::vector<Block> &blocks, const std::vector<int> &loo
     if (!start) return 0;
     const bool tests_after_step = step_at < test;
     int64_t v = *start;
-    for (int trips = 1; trips <= (1 << 20); trips++) {
+    for (int trips = 1; trips <= max_runs; trips++) {
         if (tests_after_step) v += *step;
         const std::optional<bool> holds = compare(cmp, parts[2], v, *bound);
         if (!holds) return 0;
@@ -527,9 +548,9 @@ int constant_trips(const std::vector<Block> &blocks, const std::vector<int> &loo
  * each inner loop that holds it (nested loops multiply). An inner loop is a loop of the
  * blocks once the edges back to `loop`'s entries (its blocks entered from outside it or at
  * the kernel's start: LLVM may rotate a loop to enter it at two) are cut, which leaves every
- * entry outside any inner loop; its trips, where they are a constant
- * (constant_trips(); PTX only), are added to `trips`, and where not it counts once and
- * `uncounted` grows. */
+ * entry outside any inner loop; its trips, where they are a constant (constant_trips(); PTX
+ * only) and keep its blocks within max_runs, are added to `trips`, and where not it counts
+ * once and `uncounted` grows. */
 void weigh_inner_loops(const std::vector<Block> &blocks, const std::vector<std::vector<int>> &predecessors,
                        const std::vector<int> &loop, Isa isa, std::map<int, int64_t> *weight, std::vector<int> *trips,
                        int *uncounted) {
@@ -554,17 +575,10 @@ void weigh_inner_loops(const std::vector<Block> &blocks, const std::vector<std::
     }
     std::sort(inners.begin(), inners.end());  // in textual order
     for (const std::vector<int> &inner : inners) {
-        int t = 0;
-        if (isa == Isa::Ptx) {
-            std::vector<int> entries;
-            for (int b : inner) {
-                std::vector<int> from;
-                for (int p : predecessors[b]) {
-                    if (!std::binary_search(inner.begin(), inner.end(), p)) from.push_back(p);
-                }
-                if (!from.empty()) entries.push_back(from.size() == 1 ? from[0] : -1);
-            }
-            if (entries.size() == 1 && entries[0] >= 0) t = constant_trips(blocks, inner, entries[0]);
+        const int preheader = isa == Isa::Ptx ? preheader_of(inner, predecessors) : -1;
+        int t = preheader >= 0 ? constant_trips(blocks, inner, preheader) : 0;
+        for (int b : inner) {
+            if ((*weight)[b] * t > max_runs) t = 0;
         }
         if (t > 0) {
             trips->push_back(t);

@@ -9,12 +9,13 @@
  * The loop of a kernel is the strongly connected component of its basic blocks that holds the
  * most mma.sync (tensor-core kernels) or, where none does, the most fp32 fma (SIMT kernels): the
  * work. Its instructions are counted for one iteration: each block's as it stands, times the
- * trips of the inner loops that hold it (a copy loop the pass left rolled, as the autoscheduler's
- * edge kernels have), where an inner loop's trips are a constant that the PTX shows (LLVM's
- * counted form: a counter set by mov of a constant, perhaps through other registers, stepped by
- * a constant add and tested against a constant by the one branch that leaves the loop). An inner loop of any other form, and every inner
- * loop of a SASS listing, counts once, and the report says how many did. The basic blocks and
- * conditional branches are counted as they stand: they describe the code's shape.
+ * trips of the inner loops that hold it (a copy loop the pass left rolled, as the
+ * autoscheduler's edge kernels had), where an inner loop's trips are a constant that the PTX
+ * shows (LLVM's counted form: a counter set by mov of a constant, perhaps through other
+ * registers, stepped by a constant add and tested against a constant by the one branch that
+ * leaves the loop). An inner loop of any other form, or of more than 65536 runs a block, and
+ * every inner loop of a SASS listing, counts once, and the report says how many did. The basic
+ * blocks and conditional branches are counted as they stand: they describe the code's shape.
  *
  * The categories (docs/mainloop.md gives the same definitions, so that a peer's PTX can be
  * counted the same way):
@@ -31,9 +32,9 @@
  * divided by the work: what a warp scheduler must issue beside each mma.sync (or fma).
  * The longest stretch is the most instructions (of any category but the retyping moves) between
  * two work instructions in the loop's textual order, each block repeated by its runs, wrapping
- * around the back edge: how long the
- * tensor or FMA pipe can starve within one warp. (An fp16 mma.sync takes its operands in `%hh`
- * registers where a bf16 one takes `%r`: the same loop spells 32 more moves in fp16, none in SASS.)
+ * around the back edge: how long the tensor or FMA pipe can starve within one warp. (An fp16
+ * mma.sync takes its operands in `%hh` registers where a bf16 one takes `%r`: the same loop
+ * spells 32 more moves in fp16, none in SASS.)
  *
  * The same report reads SASS, the machine code ptxas makes of the PTX (main_loops_sass(), on a
  * listing by nvdisasm or cuobjdump -sass), under its names: HMMA (mma.sync) or FFMA, LDSM

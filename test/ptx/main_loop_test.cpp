@@ -231,6 +231,33 @@ TEST(MainLoop, CountsAnInnerLoopByItsTrips) {
               std::string::npos);
 }
 
+// An inner loop of more trips than a block is counted with (65536) counts once.
+TEST(MainLoop, CountsAnInnerLoopOfTooManyTripsOnce) {
+    const std::string ptx = R"(
+.visible .entry long_inner(
+)
+{
+	mov.u32 	%r1, 0;
+$L__BB0_1:
+	mov.u32 	%r10, 0;
+$L__BB0_2:
+	add.s32 	%r10, %r10, 1;
+	setp.ne.s32 	%p1, %r10, 70000;
+	@%p1 bra 	$L__BB0_2;
+	mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r10, %r11, %r12, %r13}, {%r14, %r15}, {%f1, %f2, %f3, %f4};
+	add.s32 	%r1, %r1, 1;
+	setp.ne.s32 	%p5, %r1, %r3;
+	@%p5 bra 	$L__BB0_1;
+	ret;
+}
+)";
+    const std::vector<MainLoopReport> r = alcop::main_loops(ptx);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].inner_loop_trips.empty());
+    EXPECT_EQ(r[0].inner_loops_counted_once, 1);
+    EXPECT_EQ(r[0].instructions, 1 + 3 + 4);
+}
+
 // --- The reader, on SASS listings: the same loop as nvdisasm prints it (labels) and as
 // cuobjdump -sass does (addresses, and each instruction's encoding in a comment).
 
@@ -613,7 +640,7 @@ INSTANTIATE_TEST_SUITE_P(
         // blocks shifted inwards (2 x 2 an image, overlapping by 2 pixels), so that every block
         // runs the kernel of whole tiles; the loop expanded by its five slots. (The edge kernel,
         // which no block runs at these sizes, copied B by 2-byte gathers in a loop of 8 trips a
-        // chunk before 2026-12-08: 25.25 counted by them, 7.76 counting that loop once.)
+        // chunk before 2026-12-08: 25.25 counted by them, 7.75 counting that loop once.)
         Case{"conv2d_f16_8x14x14x256x256", "as_conv2d",
              bench({{"type", "f16"}, {"N", "8"}, {"H", "14"}, {"W", "14"}, {"CI", "256"}, {"CO", "256"}}), true, true,
              2.43, 2.5, 9.63},
