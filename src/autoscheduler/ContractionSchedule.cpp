@@ -237,8 +237,9 @@ FuncRef stage_operand(Schedule &schedule, const Contraction &c, const Operand &o
         const bool inner_clamped = clamped.empty() || clamped[0] == 0;
         const int vector_width = transposed || (inner_clamped && !s.tensor_cores) ? 1 : copy_vector(c, extents[0]);
         // A tensor-core tile's clamped copies stay a loop: unrolled, each copy's clamps are its
-        // own (2-byte copies: the fp16 GEMM's edge kernel 11.12 -> 3.05, but 225 -> 255
-        // registers, and at a runtime K 128 bytes spilled).
+        // own (the 16-byte gathers: the fp16 GEMM's edge kernel 3.28 -> 3.12 for 220 -> 244
+        // registers, at a runtime K 6.42 -> 3.87 but 20 bytes spilled; 2-byte copies spilled
+        // 128).
         schedule.staged_copy({w}, copy_order, vector_width, copies.threads_x, s.threads(), !s.tensor_cores);
         if (o->image) {
             schedule.clamp_to_input_bounds(w, clamped,
